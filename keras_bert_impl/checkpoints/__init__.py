@@ -1,0 +1,6 @@
+"""Checkpoint interoperability: original Google TF1 and Hugging Face."""
+
+from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
+from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.checkpoints.hf_checkpoint import save_hf_checkpoint

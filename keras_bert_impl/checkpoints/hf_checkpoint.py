@@ -1,0 +1,229 @@
+"""Hugging Face BERT folders (`config.json`, `model.safetensors`, `vocab.txt`).
+
+Reads what `transformers` writes for `BertModel` (keys without a prefix) and
+`BertForPreTraining` (keys under `bert.` plus `cls.`), and writes the same.
+Names go through the original Google names (`google_names`), so this file
+only knows how a Hugging Face key spells an original name.
+"""
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+import safetensors.numpy
+
+from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.checkpoints import google_names
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
+
+# Buffers and tied copies transformers may store that hold no parameter of
+# their own: the decoder is tied to the word embeddings and its bias to
+# `cls.predictions.bias` (checked equal on load, never written).
+_NON_PARAMETERS = ("embeddings.position_ids",)
+_TIED = {
+    "cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
+    "cls.predictions.decoder.bias": "cls/predictions/output_bias",
+}
+_SPECIAL = {
+    "cls/predictions/output_bias": "cls.predictions.bias",
+    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+}
+
+
+def hf_name(original, prefix):
+    """Original Google name -> (Hugging Face key, transpose?).
+
+    `prefix` is "bert." for BertForPreTraining files and "" for BertModel.
+    """
+    if original in _SPECIAL:
+        return _SPECIAL[original], False
+    parts = original.split("/")
+    if parts[0] == "bert":
+        parts = parts[1:]
+        head = prefix
+    else:
+        head = ""
+    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", p) for p in parts]
+    last = parts[-1]
+    transpose = last == "kernel"
+    if last in ("kernel", "gamma"):
+        parts[-1] = "weight"
+    elif last == "beta":
+        parts[-1] = "bias"
+    elif last.endswith("_embeddings"):
+        parts.append("weight")
+    return head + ".".join(parts), transpose
+
+
+def _legacy_spelling(key):
+    """Old transformers files spell LayerNorm weights gamma/beta."""
+    return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key))
+
+
+def read_hf_config(folder):
+    path = os.path.join(folder, CONFIG_FILE)
+    if not os.path.exists(path):
+        raise ValueError(f"No {CONFIG_FILE} in {folder}: not a Hugging Face model folder.")
+    with open(path, encoding="utf-8") as f:
+        try:
+            values = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from e
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+        raise ValueError(f"{path} has model_type={model_type!r}; only 'bert' is supported.")
+    return BertConfig.from_hf_dict(values, source=path)
+
+
+def read_hf_tensors(folder):
+    """`{Hugging Face key: float32 array}` from `model.safetensors`."""
+    path = os.path.join(folder, WEIGHTS_FILE)
+    if not os.path.exists(path):
+        raise ValueError(f"No {WEIGHTS_FILE} in {folder}.")
+    try:
+        tensors = safetensors.numpy.load_file(path)
+    except Exception as e:  # safetensors raises its own error types
+        raise ValueError(f"Cannot read {path}: {e}") from e
+    return {_legacy_spelling(k): np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
+
+
+def original_name(key, prefix):
+    """Hugging Face key -> (original Google name, transpose?); inverse of `hf_name`.
+
+    Returns None for a key that spells no BERT tensor.
+    """
+    for original, special in _SPECIAL.items():
+        if key == special:
+            return original, False
+    if key.startswith("cls."):
+        head, rest = "", key
+    elif key.startswith(prefix):
+        head, rest = "bert/", key[len(prefix):]
+    else:
+        return None
+    parts = rest.split(".")
+    if len(parts) < 2:
+        return None
+    merged = []
+    for part in parts:
+        if part.isdigit() and merged and merged[-1] == "layer":
+            merged[-1] = f"layer_{part}"
+        else:
+            merged.append(part)
+    parts, last = merged[:-1], merged[-1]
+    if parts[-1] == "LayerNorm":
+        parts.append({"weight": "gamma", "bias": "beta"}.get(last, last))
+    elif parts[-1].endswith("_embeddings") and last == "weight":
+        pass
+    else:
+        parts.append({"weight": "kernel"}.get(last, last))
+    original = head + "/".join(parts)
+    if hf_name(original, prefix)[0] != key:
+        return None
+    return original, hf_name(original, prefix)[1]
+
+
+def hf_to_original(tensors, config, source):
+    """Hugging Face tensors -> `{original name: array}` in original layouts.
+
+    Every key must spell an original name; tied copies must equal their
+    source. Raises `ValueError` naming the first key that does not fit.
+    """
+    prefix = "bert." if any(k.startswith("bert.") for k in tensors) else ""
+    originals = {}
+    for key in sorted(tensors):
+        value = tensors[key]
+        if key in _TIED or key.removeprefix(prefix) in _NON_PARAMETERS:
+            continue
+        found = original_name(key, prefix)
+        if found is None:
+            raise ValueError(
+                f"{source} holds tensor {key!r} that BERT has no place for "
+                f"(a {config.num_hidden_layers}-layer model per {CONFIG_FILE})."
+            )
+        original, transpose = found
+        originals[original] = value.T if transpose else value
+    for key, original in _TIED.items():
+        if key in tensors and original in originals:
+            if not np.array_equal(tensors[key], originals[original]):
+                raise ValueError(
+                    f"{source}: {key!r} should be tied to {hf_name(original, prefix)[0]!r} "
+                    "but differs from it; an untied decoder is not BERT's."
+                )
+    return originals, prefix
+
+
+def load_hf_checkpoint(folder, dtype=None):
+    """Builds the model a Hugging Face BERT folder holds and loads it strictly.
+
+    Returns a `BertBackbone` (a `BertModel` file), or a `BertPretrainer`
+    (`BertForPreTraining`: both heads), or `BertMaskedLMPretrainer`
+    (`BertForMaskedLM`: MLM head only). Every tensor is used and every shape
+    checked; a `ValueError` names the first Hugging Face key that is missing,
+    unused or of the wrong shape.
+
+    Args:
+        folder: str. Holds `config.json` and `model.safetensors`.
+        dtype: optional dtype policy for the built model.
+    """
+    config = read_hf_config(folder)
+    tensors = read_hf_tensors(folder)
+    source = os.path.join(folder, WEIGHTS_FILE)
+    originals, prefix = hf_to_original(tensors, config, source)
+    model = google_names.build_model_for(config, originals, dtype=dtype)
+    google_names.set_original_weights(
+        model, originals, source, describe=lambda name: hf_name(name, prefix)[0]
+    )
+    return model
+
+
+def save_hf_checkpoint(model, folder, vocab_file=None):
+    """Writes a model as a Hugging Face BERT folder, each file atomically.
+
+    A backbone is written as `BertModel` (keys without prefix), a pretrainer
+    as `BertForPreTraining` / `BertForMaskedLM` (keys under `bert.`).
+    """
+    os.makedirs(folder, exist_ok=True)
+    originals = google_names.get_original_weights(model)
+    heads = any(name.startswith("cls/") for name in originals)
+    prefix = "bert." if heads else ""
+    tensors = {}
+    for original, value in originals.items():
+        key, transpose = hf_name(original, prefix)
+        tensors[key] = np.ascontiguousarray(value.T if transpose else value, dtype=np.float32)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".safetensors")
+    os.close(fd)
+    try:
+        safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
+        os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    config = google_names.backbone_of(model).bert_config.to_hf_dict()
+    if heads:
+        has_nsp = any(name.startswith(google_names.NSP_HEAD_PREFIX) for name in originals)
+        config["architectures"] = ["BertForPreTraining" if has_nsp else "BertForMaskedLM"]
+    write_json_atomic(os.path.join(folder, CONFIG_FILE), config)
+    if vocab_file:
+        copy_atomic(vocab_file, os.path.join(folder, VOCAB_FILE))
+
+
+def copy_atomic(src, dst):
+    if os.path.abspath(src) == os.path.abspath(dst):
+        return
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)), prefix=".tmp-")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -1,0 +1,101 @@
+"""`SelfAttention`: BERT's bidirectional multi-head self-attention."""
+
+import keras
+
+# B=batch, S=query positions, T=key positions, H=hidden, N=heads, D=H // N
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class SelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention with a padding mask.
+
+    "Attention Is All You Need" Sec. 3.2, as the original BERT `attention_layer`:
+    queries, keys and values from one input, padding keys masked with -10000,
+    dropout on the attention probabilities, then the output projection.
+
+    Query, key and value are one fused `(H, 3H)` projection: one large matmul
+    instead of three small ones is the main reason this layer beats keras'
+    `MultiHeadAttention` on CPU. The checkpoint converters split it back into
+    the original `query`, `key`, `value` tensors.
+
+    Args:
+        hidden_size: int. Width of the input and output (H).
+        num_attention_heads: int. Heads (N); must divide H.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        initializer_range: float. Stddev of the truncated normal init.
+
+    Call arguments:
+        inputs: float `(B, S, H)`.
+        attention_bias: float32 `(B, 1, 1, S)`: 0 for real keys, -10000 for
+            padding.
+        training: bool. Applies dropout when True.
+
+    Returns:
+        `(B, S, H)`, after the output projection (before residual/LayerNorm).
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                "`hidden_size` must be divisible by `num_attention_heads`. "
+                f"Received: hidden_size={hidden_size}, "
+                f"num_attention_heads={num_attention_heads}."
+            )
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.head_size = hidden_size // num_attention_heads
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.query_key_value = keras.layers.Dense(
+            3 * hidden_size, kernel_initializer=init, name="query_key_value"
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, name="output_dense"
+        )
+        self.dropout = keras.layers.Dropout(attention_probs_dropout_prob, name="dropout")
+
+    def build(self, inputs_shape, attention_bias_shape=None):
+        self.query_key_value.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_size,))
+        self.built = True
+
+    def call(self, inputs, attention_bias, training=None):
+        batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
+        n, d = self.num_attention_heads, self.head_size
+        qkv = self.query_key_value(inputs)  # (B, S, 3H)
+        qkv = keras.ops.reshape(qkv, (batch, seq, 3, n, d))  # (B, S, 3, N, D)
+        # Scaling the queries (B*S*H values) is cheaper than the scores (B*N*S*S).
+        query = qkv[:, :, 0] * keras.ops.cast(d**-0.5, qkv.dtype)  # (B, S, N, D)
+        key = qkv[:, :, 1]  # (B, T, N, D)
+        value = qkv[:, :, 2]  # (B, T, N, D)
+        scores = keras.ops.einsum("bsnd,btnd->bnst", query, key)  # (B, N, S, T)
+        # Softmax in float32 under mixed precision.
+        scores = keras.ops.cast(scores, "float32") + attention_bias
+        probs = keras.ops.softmax(scores, axis=-1)
+        probs = keras.ops.cast(probs, self.compute_dtype)
+        probs = self.dropout(probs, training=training)
+        context = keras.ops.einsum("bnst,btnd->bsnd", probs, value)  # (B, S, N, D)
+        context = keras.ops.reshape(context, (batch, seq, n * d))  # (B, S, H)
+        return self.output_dense(context)
+
+    def compute_output_shape(self, inputs_shape, attention_bias_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+        )
+        return config

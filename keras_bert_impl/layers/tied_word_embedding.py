@@ -1,0 +1,40 @@
+"""`TiedWordEmbedding`: the word-embedding table, usable both ways."""
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class TiedWordEmbedding(keras.layers.Embedding):
+    """Word embeddings whose table also scores hidden states against the vocab.
+
+    BERT ties the masked-LM decoder to the input embeddings (paper, Sec. 3.1
+    and the original `get_masked_lm_output`). Called with `reverse=True` the
+    layer returns `inputs @ table^T`: logits over the vocabulary. One layer,
+    called twice in the functional graph, so the tie survives `.keras` saving.
+    keras-hub's `ReversibleEmbedding` does the same; we keep this small copy
+    so the core model does not import the whole keras-hub model zoo.
+
+    Args:
+        input_dim: int. Vocabulary size (V).
+        output_dim: int. Hidden size (H).
+
+    Call arguments:
+        inputs: int ids `(B, S)`, or hidden states `(B, P, H)` with
+            `reverse=True`.
+        reverse: bool. Score hidden states against the table.
+
+    Returns:
+        `(B, S, H)` embeddings, or `(B, P, V)` logits with `reverse=True`.
+    """
+
+    def call(self, inputs, reverse=False):
+        if not reverse:
+            return super().call(inputs)
+        table = keras.ops.cast(self.embeddings, self.compute_dtype)  # (V, H)
+        # B=batch, P=predictions, H=hidden, V=vocab
+        return keras.ops.einsum("bph,vh->bpv", inputs, table)
+
+    def compute_output_shape(self, input_shape, reverse=False):
+        if reverse:
+            return tuple(input_shape[:-1]) + (self.input_dim,)
+        return super().compute_output_shape(input_shape)

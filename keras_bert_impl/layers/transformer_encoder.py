@@ -1,0 +1,138 @@
+"""`TransformerEncoder`: one post-LN Transformer block, as in BERT."""
+
+import keras
+
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.self_attention import SelfAttention
+
+# B=batch, S=sequence, H=hidden, I=intermediate
+
+
+def attention_bias_from_mask(input_mask):
+    """`(B, S)` 1/0 mask -> `(B, 1, 1, S)` float32 additive bias (0 / -10000).
+
+    -10000 as the original `attention_layer`: exp() of it underflows to 0 in
+    float32, so padded keys get exactly zero weight.
+    """
+    mask = keras.ops.cast(input_mask, "float32")
+    return ((1.0 - mask) * -10000.0)[:, None, None, :]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class TransformerEncoder(keras.layers.Layer):
+    """Self-attention and feed-forward sublayers, each residual + LayerNorm.
+
+    "Attention Is All You Need" Sec. 3.1 with the post-LayerNorm placement
+    BERT uses: `x = LN(x + Dropout(Attn(x)))`, `x = LN(x + Dropout(FFN(x)))`.
+
+    Args:
+        hidden_size: int. Width of every hidden state (H).
+        num_attention_heads: int. Attention heads; must divide H.
+        intermediate_size: int. Width of the feed-forward layer (I).
+        hidden_act: str. "gelu", "gelu_tanh" or "relu".
+        hidden_dropout_prob: float. Dropout on both sublayer outputs.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        initializer_range: float. Stddev of the truncated normal init.
+        layer_norm_eps: float. LayerNorm epsilon.
+
+    Call arguments:
+        inputs: float `(B, S, H)`.
+        input_mask: int `(B, S)`, 1 for real tokens and 0 for padding.
+        training: bool. Applies dropout when True.
+
+    Returns:
+        `(B, S, H)`.
+
+    Example:
+    >>> block = TransformerEncoder(12, 3, 37, "gelu")
+    >>> block(np.ones((3, 7, 12)), np.ones((3, 7), "int32")).shape
+    (3, 7, 12)
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = SelfAttention(
+            hidden_size,
+            num_attention_heads,
+            attention_probs_dropout_prob,
+            initializer_range,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps,
+            dtype="float32",  # numerically sensitive: float32 under mixed precision
+            name="attention_layer_norm",
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_size,
+            activation=get_activation(hidden_act),
+            kernel_initializer=init,
+            dtype=self.dtype_policy,
+            name="intermediate_dense",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
+        )
+        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
+        )
+
+    def build(self, inputs_shape, input_mask_shape=None):
+        self.attention.build(inputs_shape)
+        self.attention_layer_norm.build(inputs_shape)
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_size,))
+        self.output_layer_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, input_mask, training=None):
+        attention_bias = attention_bias_from_mask(input_mask)  # (B, 1, 1, S)
+        x = self.attention(inputs, attention_bias, training=training)  # (B, S, H)
+        x = self.attention_dropout(x, training=training)
+        x = self.attention_layer_norm(inputs + x)
+        x = keras.ops.cast(x, self.compute_dtype)
+        h = self.intermediate_dense(x)  # (B, S, I)
+        h = self.output_dense(h)  # (B, S, H)
+        h = self.output_dropout(h, training=training)
+        h = self.output_layer_norm(x + h)
+        return keras.ops.cast(h, self.compute_dtype)
+
+    def compute_output_shape(self, inputs_shape, input_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
+        )
+        return config

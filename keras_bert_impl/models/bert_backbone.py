@@ -1,0 +1,239 @@
+"""`BertBackbone`: the BERT encoder as a functional Keras model."""
+
+import keras
+import numpy as np
+
+from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.layers.bert_embeddings import BertEmbeddings
+from keras_bert_impl.layers.bert_pooler import BertPooler
+from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
+from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def check_inputs(inputs, config, extra_names=()):
+    """Raises a clear `ValueError` for inputs BERT would get silently wrong.
+
+    Checks the names, integer dtype, rank 2, a common `(B, S)` shape and
+    `S <= max_position_embeddings` whenever shapes are known; when values are
+    concrete (eager calls, numpy), also that ids lie in the vocabulary and
+    type ids in `[0, type_vocab_size)`. Inside a traced `tf.function` the
+    values are not known; there TensorFlow's own gather still rejects
+    out-of-range ids on CPU.
+    """
+    if not isinstance(inputs, dict):
+        raise ValueError(
+            f"BERT inputs must be a dict with keys {list(INPUT_NAMES + tuple(extra_names))}. "
+            f"Received: {type(inputs).__name__}."
+        )
+    expected = set(INPUT_NAMES) | set(extra_names)
+    missing = sorted(expected - set(inputs))
+    unknown = sorted(set(inputs) - expected)
+    if missing or unknown:
+        raise ValueError(
+            f"BERT inputs must have keys {sorted(expected)}. "
+            f"Missing: {missing}. Unexpected: {unknown}."
+        )
+    shape = None
+    for name in INPUT_NAMES:
+        value = inputs[name]
+        dtype = keras.backend.standardize_dtype(value.dtype)
+        if not ("int" in dtype and "uint" not in dtype or dtype == "uint8"):
+            raise ValueError(
+                f"`{name}` must be an integer tensor (int32). Received dtype={dtype}."
+            )
+        value_shape = tuple(value.shape)
+        if len(value_shape) != 2:
+            raise ValueError(
+                f"`{name}` must have rank 2, shape (batch, seq_length). "
+                f"Received shape={value_shape}."
+            )
+        if shape is None:
+            shape = value_shape
+        elif any(a is not None and b is not None and a != b for a, b in zip(shape, value_shape)):
+            raise ValueError(
+                f"All BERT inputs must have the same shape. "
+                f"Received `input_word_ids` {shape} and `{name}` {value_shape}."
+            )
+    seq_length = shape[1]
+    if seq_length is not None and seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"Sequence length {seq_length} is longer than max_position_embeddings="
+            f"{config.max_position_embeddings}. Truncate the inputs."
+        )
+    for name, limit, what in (
+        ("input_word_ids", config.vocab_size, "vocab_size"),
+        ("input_type_ids", config.type_vocab_size, "type_vocab_size"),
+        ("input_mask", 2, "2 (mask values are 0 or 1)"),
+    ):
+        values = _concrete(inputs[name])
+        if values is not None and values.size:
+            low, high = values.min(), values.max()
+            if low < 0 or high >= limit:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"`{name}` holds {bad}, outside [0, {limit}) where the upper "
+                    f"bound is {what}."
+                )
+
+
+def _concrete(value):
+    """The numpy value of an eager tensor or array, else None (symbolic)."""
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        return value.numpy()
+    except (AttributeError, NotImplementedError, ValueError, TypeError):
+        return None
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertBackbone(keras.Model):
+    """The BERT encoder: embeddings, L Transformer blocks and the pooler.
+
+    Devlin et al. 2018, Sec. 3. Takes the three TF Hub inputs and returns
+    `sequence_output` (the last block), `pooled_output` (the [CLS] vector
+    through Dense + tanh) and `encoder_outputs` (every block, for
+    feature-based use). Arguments are the `bert_config.json` keys; build one
+    from a `BertConfig` with `BertBackbone.from_bert_config(config)`.
+
+    Args:
+        vocab_size: int. Rows of the word-embedding table (V).
+        hidden_size: int. Width of every hidden state (H).
+        num_hidden_layers: int. Transformer blocks (L).
+        num_attention_heads: int. Attention heads (A); must divide H.
+        intermediate_size: int. Width of the feed-forward layer.
+        hidden_act: str. "gelu" (exact), "gelu_tanh" or "relu".
+        hidden_dropout_prob: float. Dropout on embeddings and sublayers.
+        attention_probs_dropout_prob: float. Dropout on attention weights.
+        max_position_embeddings: int. Longest sequence accepted.
+        type_vocab_size: int. Segment types.
+        initializer_range: float. Stddev of the truncated normal init.
+        layer_norm_eps: float. LayerNorm epsilon.
+        dtype: str or `keras.DTypePolicy`, e.g. "mixed_bfloat16".
+
+    Call arguments:
+        inputs: dict of int32 `(B, S)` tensors `input_word_ids`,
+            `input_mask`, `input_type_ids`.
+
+    Returns:
+        dict: `sequence_output` `(B, S, H)`, `pooled_output` `(B, H)`,
+        `encoder_outputs` list of L `(B, S, H)`.
+
+    Example:
+    >>> backbone = BertBackbone.from_bert_config(preset("tiny"))
+    >>> ids = np.ones((3, 7), "int32")
+    >>> out = backbone({"input_word_ids": ids, "input_mask": ids,
+    ...                 "input_type_ids": 0 * ids})
+    >>> out["sequence_output"].shape
+    TensorShape([3, 7, 128])
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        hidden_size,
+        num_hidden_layers,
+        num_attention_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        initializer_range=0.02,
+        layer_norm_eps=1e-12,
+        dtype=None,
+        **kwargs,
+    ):
+        config = BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps,
+        )  # validates every value
+        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+
+        # === Layers ===
+        self.word_embedding = TiedWordEmbedding(
+            vocab_size,
+            hidden_size,
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=policy,
+            name="word_embeddings",
+        )
+        self.embeddings = BertEmbeddings(
+            max_position_embeddings,
+            type_vocab_size,
+            hidden_size,
+            hidden_dropout_prob,
+            initializer_range,
+            layer_norm_eps,
+            dtype=policy,
+            name="embeddings",
+        )
+        self.encoder_layers = [
+            TransformerEncoder(
+                hidden_size,
+                num_attention_heads,
+                intermediate_size,
+                hidden_act,
+                hidden_dropout_prob,
+                attention_probs_dropout_prob,
+                initializer_range,
+                layer_norm_eps,
+                dtype=policy,
+                name=f"encoder_layer_{i}",
+            )
+            for i in range(num_hidden_layers)
+        ]
+        self.pooler = BertPooler(hidden_size, initializer_range, dtype=policy, name="pooler")
+
+        # === Functional graph ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
+        x = self.embeddings(
+            self.word_embedding(inputs["input_word_ids"]), inputs["input_type_ids"]
+        )  # (B, S, H)
+        encoder_outputs = []
+        for layer in self.encoder_layers:
+            x = layer(x, inputs["input_mask"])  # (B, S, H)
+            encoder_outputs.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler(x),  # (B, H)
+            "encoder_outputs": encoder_outputs,
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
+
+        # === Config ===
+        self.bert_config = config
+        for key, value in config.to_dict().items():
+            setattr(self, key, value)
+
+    @classmethod
+    def from_bert_config(cls, config, **kwargs):
+        """A backbone of the shape a `BertConfig` describes."""
+        return cls(**config.to_dict(), **kwargs)
+
+    def call(self, inputs, training=None, mask=None):
+        check_inputs(inputs, self.bert_config)
+        return super().call(inputs, training=training, mask=mask)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
+                **self.bert_config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

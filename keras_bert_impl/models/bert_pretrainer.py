@@ -1,0 +1,184 @@
+"""Pretraining models: masked LM + next sentence, and masked LM alone."""
+
+import keras
+
+from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
+from keras_bert_impl.models.bert_backbone import INPUT_NAMES
+from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.models.bert_backbone import check_inputs
+
+# B=batch, P=max_predictions_per_seq, V=vocab
+
+
+def masked_lm_loss():
+    """Cross-entropy averaged over the masked positions that are real.
+
+    The data pads each example to P predictions; `masked_lm_weights` (given
+    as the sample weight) is 1 for real ones. As the original, the loss is
+    sum(w * xent) / sum(w), not divided by the padded count.
+    """
+    return keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight", name="masked_lm_loss"
+    )
+
+
+def _pretrainer_inputs(backbone):
+    inputs = {
+        name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+    }
+    inputs["masked_lm_positions"] = keras.Input(
+        shape=(None,), dtype="int32", name="masked_lm_positions"
+    )
+    outputs = backbone({name: inputs[name] for name in INPUT_NAMES})
+    return inputs, outputs
+
+
+def _masked_lm_head(backbone):
+    config = backbone.bert_config
+    return MaskedLMHead(
+        backbone.word_embedding,
+        config.hidden_act,
+        config.initializer_range,
+        config.layer_norm_eps,
+        dtype=backbone.dtype_policy,
+        name="masked_lm_head",
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPretrainer(keras.Model):
+    """BERT with both pretraining heads: masked LM and next sentence.
+
+    Paper Sec. 3.1. Inputs are the backbone's three plus
+    `masked_lm_positions` `(B, P)`. Outputs are float32 logits
+    `masked_lm` `(B, P, V)` and `next_sentence` `(B, 2)`. `compile()` with
+    no loss sets the paper's objective (sum of the two losses) and the
+    masked-LM and NSP accuracies, so a dataset of
+    `(x, {"masked_lm": masked_lm_ids, "next_sentence": next_sentence_labels},
+    {"masked_lm": masked_lm_weights})` trains with a plain `fit`.
+
+    Args:
+        backbone: `BertBackbone`.
+
+    Example:
+    >>> pretrainer = BertPretrainer(BertBackbone.from_bert_config(preset("tiny")))
+    >>> pretrainer.compile(optimizer="adamw")
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.layers.deserialize(backbone)
+        # === Layers ===
+        self.backbone = backbone
+        self.masked_lm_head = _masked_lm_head(backbone)
+        self.next_sentence_head = NextSentenceHead(
+            backbone.bert_config.initializer_range, name="next_sentence_head"
+        )
+        # === Functional graph ===
+        inputs, backbone_outputs = _pretrainer_inputs(backbone)
+        outputs = {
+            "masked_lm": self.masked_lm_head(
+                backbone_outputs["sequence_output"], inputs["masked_lm_positions"]
+            ),  # (B, P, V)
+            "next_sentence": self.next_sentence_head(backbone_outputs["pooled_output"]),  # (B, 2)
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=backbone.dtype_policy, **kwargs)
+
+    def call(self, inputs, training=None, mask=None):
+        check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
+        return super().call(inputs, training=training, mask=mask)
+
+    def compile(self, optimizer="adamw", loss=None, metrics=None, weighted_metrics=None, **kwargs):
+        """Compiles with BERT's pretraining losses and metrics by default."""
+        if loss is None:
+            loss = {
+                "masked_lm": masked_lm_loss(),
+                "next_sentence": keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, name="next_sentence_loss"
+                ),
+            }
+        if weighted_metrics is None:
+            weighted_metrics = {
+                "masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            }
+        if metrics is None:
+            metrics = {
+                "next_sentence": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            }
+        super().compile(
+            optimizer=optimizer,
+            loss=loss,
+            metrics=metrics,
+            weighted_metrics=weighted_metrics,
+            **kwargs,
+        )
+
+    def compile_from_config(self, config):
+        # Our compile() only adds defaults, so Keras' own restore is right.
+        super().compile_from_config(config)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "backbone": keras.layers.serialize(self.backbone)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertMaskedLMPretrainer(keras.Model):
+    """BERT with the masked-LM head only (no NSP), as RoBERTa-style ablations.
+
+    Same inputs as `BertPretrainer`; one output, `masked_lm` float32 logits
+    `(B, P, V)`. Targets `{"masked_lm": masked_lm_ids}` with sample weight
+    `{"masked_lm": masked_lm_weights}`.
+
+    Args:
+        backbone: `BertBackbone`.
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.layers.deserialize(backbone)
+        # === Layers ===
+        self.backbone = backbone
+        self.masked_lm_head = _masked_lm_head(backbone)
+        # === Functional graph ===
+        inputs, backbone_outputs = _pretrainer_inputs(backbone)
+        outputs = {
+            "masked_lm": self.masked_lm_head(
+                backbone_outputs["sequence_output"], inputs["masked_lm_positions"]
+            ),  # (B, P, V)
+        }
+        super().__init__(inputs=inputs, outputs=outputs, dtype=backbone.dtype_policy, **kwargs)
+
+    def call(self, inputs, training=None, mask=None):
+        check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
+        return super().call(inputs, training=training, mask=mask)
+
+    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
+        """Compiles with the masked-LM loss and accuracy by default."""
+        super().compile(
+            optimizer=optimizer,
+            loss=loss or {"masked_lm": masked_lm_loss()},
+            weighted_metrics=weighted_metrics
+            or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+            **kwargs,
+        )
+
+    def compile_from_config(self, config):
+        # Our compile() only adds defaults, so Keras' own restore is right.
+        super().compile_from_config(config)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "backbone": keras.layers.serialize(self.backbone)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+__all__ = ["BertBackbone", "BertPretrainer", "BertMaskedLMPretrainer", "masked_lm_loss"]
