@@ -5,6 +5,16 @@ import keras
 # B=batch, S=query positions, T=key positions, H=hidden, N=heads, D=H // N
 
 
+def attention_bias_from_mask(input_mask):
+    """`(B, T)` 1/0 mask -> `(B, 1, 1, T)` float32 additive bias (0 / -10000).
+
+    -10000 as the original `attention_layer`: exp() of it underflows to 0 in
+    float32, so padded keys get exactly zero weight.
+    """
+    mask = keras.ops.cast(input_mask, "float32")
+    return ((1.0 - mask) * -10000.0)[:, None, None, :]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class SelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with a padding mask.
@@ -26,8 +36,7 @@ class SelfAttention(keras.layers.Layer):
 
     Call arguments:
         inputs: float `(B, S, H)`.
-        attention_bias: float32 `(B, 1, 1, S)`: 0 for real keys, -10000 for
-            padding.
+        input_mask: int `(B, S)`, 1 for real tokens and 0 for padding keys.
         training: bool. Applies dropout when True.
 
     Returns:
@@ -63,12 +72,12 @@ class SelfAttention(keras.layers.Layer):
         )
         self.dropout = keras.layers.Dropout(attention_probs_dropout_prob, name="dropout")
 
-    def build(self, inputs_shape, attention_bias_shape=None):
+    def build(self, inputs_shape, input_mask_shape=None):
         self.query_key_value.build(inputs_shape)
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_size,))
         self.built = True
 
-    def call(self, inputs, attention_bias, training=None):
+    def call(self, inputs, input_mask, training=None):
         batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
         n, d = self.num_attention_heads, self.head_size
         qkv = self.query_key_value(inputs)  # (B, S, 3H)
@@ -79,7 +88,7 @@ class SelfAttention(keras.layers.Layer):
         value = qkv[:, :, 2]  # (B, T, N, D)
         scores = keras.ops.einsum("bsnd,btnd->bnst", query, key)  # (B, N, S, T)
         # Softmax in float32 under mixed precision.
-        scores = keras.ops.cast(scores, "float32") + attention_bias
+        scores = keras.ops.cast(scores, "float32") + attention_bias_from_mask(input_mask)
         probs = keras.ops.softmax(scores, axis=-1)
         probs = keras.ops.cast(probs, self.compute_dtype)
         probs = self.dropout(probs, training=training)
@@ -87,7 +96,7 @@ class SelfAttention(keras.layers.Layer):
         context = keras.ops.reshape(context, (batch, seq, n * d))  # (B, S, H)
         return self.output_dense(context)
 
-    def compute_output_shape(self, inputs_shape, attention_bias_shape=None):
+    def compute_output_shape(self, inputs_shape, input_mask_shape=None):
         return inputs_shape
 
     def get_config(self):

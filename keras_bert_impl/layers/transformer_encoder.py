@@ -8,16 +8,6 @@ from keras_bert_impl.layers.self_attention import SelfAttention
 # B=batch, S=sequence, H=hidden, I=intermediate
 
 
-def attention_bias_from_mask(input_mask):
-    """`(B, S)` 1/0 mask -> `(B, 1, 1, S)` float32 additive bias (0 / -10000).
-
-    -10000 as the original `attention_layer`: exp() of it underflows to 0 in
-    float32, so padded keys get exactly zero weight.
-    """
-    mask = keras.ops.cast(input_mask, "float32")
-    return ((1.0 - mask) * -10000.0)[:, None, None, :]
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class TransformerEncoder(keras.layers.Layer):
     """Self-attention and feed-forward sublayers, each residual + LayerNorm.
@@ -109,8 +99,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, input_mask, training=None):
-        attention_bias = attention_bias_from_mask(input_mask)  # (B, 1, 1, S)
-        x = self.attention(inputs, attention_bias, training=training)  # (B, S, H)
+        x = self.attention(inputs, input_mask, training=training)  # (B, S, H)
         x = self.attention_dropout(x, training=training)
         x = self.attention_layer_norm(inputs + x)
         x = keras.ops.cast(x, self.compute_dtype)

@@ -46,6 +46,17 @@ def _masked_lm_head(backbone):
     )
 
 
+def _compile_from_config(model, config):
+    """Re-compiles a loaded `.keras` model with its saved compile arguments.
+
+    Keras' own version declines (with a warning) when `compile` is
+    overridden; ours only adds defaults, so replaying the arguments is right.
+    """
+    model.compile(**keras.saving.deserialize_keras_object(config))
+    if model.built:
+        model.optimizer.build(model.trainable_variables)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertPretrainer(keras.Model):
     """BERT with both pretraining heads: masked LM and next sentence.
@@ -115,8 +126,7 @@ class BertPretrainer(keras.Model):
         )
 
     def compile_from_config(self, config):
-        # Our compile() only adds defaults, so Keras' own restore is right.
-        super().compile_from_config(config)
+        _compile_from_config(self, config)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
@@ -164,13 +174,13 @@ class BertMaskedLMPretrainer(keras.Model):
             optimizer=optimizer,
             loss=loss or {"masked_lm": masked_lm_loss()},
             weighted_metrics=weighted_metrics
-            or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+            # One output: Keras would not prefix the name, so name it fully.
+            or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")]},
             **kwargs,
         )
 
     def compile_from_config(self, config):
-        # Our compile() only adds defaults, so Keras' own restore is right.
-        super().compile_from_config(config)
+        _compile_from_config(self, config)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

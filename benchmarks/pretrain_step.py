@@ -1,0 +1,207 @@
+"""Times the BERT pretraining train step: ours vs keras-hub, same run.
+
+Both models are trained by plain `model.fit` on the same fixed batches
+(seq 128, 20 masked predictions, batch 32, MLM + NSP losses, AdamW with
+weight decay, epsilon 1e-6 and global-norm clipping 1.0) at the sizes and
+precisions asked for. keras-hub's side is its `BertBackbone` +
+`MaskedLMHead` tied to its token embedding + a 2-way NSP `Dense`. Each
+measurement runs in its own process (a fresh Keras global policy and graph),
+one after the other, and the script prints sequences/s and ratios.
+
+    python benchmarks/pretrain_step.py                 # mini, small; f32, bf16
+    python benchmarks/pretrain_step.py --presets=mini --steps=5
+
+Both sides use `jit_compile="auto"` (XLA on, Keras' default) unless
+`--jit_compile` says otherwise; `--ours_jit_bf16` sets ours separately under
+mixed_bfloat16, where XLA on CPU can be slower than plain TF.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("presets", ["mini", "small"], "Model sizes to time.")
+flags.DEFINE_list("precisions", ["float32", "mixed_bfloat16"], "Dtype policies.")
+flags.DEFINE_integer("batch_size", 32, "Sequences per step.")
+flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
+flags.DEFINE_integer("steps", 8, "Timed steps (after warm-up).")
+flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, compiling).")
+flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "XLA for both sides.")
+flags.DEFINE_enum("ours_jit_bf16", "false", ["auto", "true", "false"], "XLA for ours in bf16.")
+flags.DEFINE_string("_single", None, "Internal: run one measurement, print JSON.")
+
+VOCAB = 30522
+
+
+def _jit(value):
+    return {"auto": "auto", "true": True, "false": False}[value]
+
+
+def _batch(config, batch_size, seq_length, predictions):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, VOCAB, (batch_size, seq_length)).astype("int32")
+    positions = np.sort(
+        np.stack([rng.choice(np.arange(1, seq_length), predictions, replace=False)
+                  for _ in range(batch_size)]), axis=1).astype("int32")
+    return dict(
+        ids=ids,
+        mask=np.ones_like(ids),
+        types=(np.arange(seq_length)[None] >= seq_length // 2).astype("int32").repeat(batch_size, 0),
+        positions=positions,
+        mlm_ids=rng.integers(1000, VOCAB, (batch_size, predictions)).astype("int32"),
+        mlm_weights=np.ones((batch_size, predictions), "float32"),
+        nsp=rng.integers(0, 2, (batch_size,)).astype("int32"),
+    )
+
+
+def _optimizer():
+    import keras
+
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+    )
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta", "LayerNorm", "layer_norm"])
+    return optimizer
+
+
+def _ours(preset_name, b):
+    from keras_bert_impl import BertBackbone
+    from keras_bert_impl import BertPretrainer
+    from keras_bert_impl import preset
+
+    model = BertPretrainer(BertBackbone.from_bert_config(preset(preset_name)))
+    x = {"input_word_ids": b["ids"], "input_mask": b["mask"], "input_type_ids": b["types"],
+         "masked_lm_positions": b["positions"]}
+    y = {"masked_lm": b["mlm_ids"], "next_sentence": b["nsp"]}
+    sw = {"masked_lm": b["mlm_weights"], "next_sentence": b["nsp"] * 0 + 1.0}
+    return model, (x, y, sw), None
+
+
+def _keras_hub(preset_name, b):
+    import keras
+    import keras_hub
+
+    from keras_bert_impl import preset
+
+    config = preset(preset_name)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size,
+        dropout=config.hidden_dropout_prob,
+        max_sequence_length=config.max_position_embeddings,
+    )
+    inputs = {
+        "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
+        "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
+        "padding_mask": keras.Input((None,), dtype="int32", name="padding_mask"),
+        "mask_positions": keras.Input((None,), dtype="int32", name="mask_positions"),
+    }
+    out = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    mlm = keras_hub.layers.MaskedLMHead(
+        vocabulary_size=VOCAB,
+        token_embedding=backbone.token_embedding,
+        intermediate_activation="gelu",
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+        dtype=backbone.dtype_policy,
+        name="mlm_head",
+    )(out["sequence_output"], mask_positions=inputs["mask_positions"])
+    nsp = keras.layers.Dense(2, dtype="float32", name="nsp_head")(out["pooled_output"])
+    mlm = keras.layers.Activation("linear", dtype="float32", name="mlm")(mlm)
+    model = keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+    x = {"token_ids": b["ids"], "segment_ids": b["types"], "padding_mask": b["mask"],
+         "mask_positions": b["positions"]}
+    y = {"mlm": b["mlm_ids"], "nsp": b["nsp"]}
+    sw = {"mlm": b["mlm_weights"], "nsp": b["nsp"] * 0 + 1.0}
+    loss = {
+        "mlm": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"),
+        "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    }
+    return model, (x, y, sw), loss
+
+
+def run_single(spec):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import tensorflow as tf
+
+    keras.config.set_dtype_policy(spec["precision"])
+    b = _batch(None, spec["batch_size"], spec["seq_length"], spec["predictions"])
+    build = _ours if spec["impl"] == "ours" else _keras_hub
+    model, data, loss = build(spec["preset"], b)
+    if loss is None:
+        model.compile(optimizer=_optimizer(), jit_compile=spec["jit"])
+    else:
+        model.compile(optimizer=_optimizer(), loss=loss, jit_compile=spec["jit"])
+    dataset = tf.data.Dataset.from_tensors(data).repeat()
+    times = []
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter())
+
+    total = spec["warmup"] + spec["steps"]
+    model.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[Timer()])
+    elapsed = times[-1] - times[spec["warmup"] - 1]
+    return {"seq_per_s": spec["steps"] * spec["batch_size"] / elapsed,
+            "params": model.count_params()}
+
+
+def main(argv):
+    del argv
+    if FLAGS._single:
+        print("RESULT " + json.dumps(run_single(json.loads(FLAGS._single))))
+        return
+    rows = []
+    for preset_name in FLAGS.presets:
+        for precision in FLAGS.precisions:
+            for impl in ("keras_hub", "ours"):
+                jit = _jit(FLAGS.jit_compile)
+                if impl == "ours" and precision == "mixed_bfloat16":
+                    jit = _jit(FLAGS.ours_jit_bf16)
+                spec = dict(impl=impl, preset=preset_name, precision=precision, jit=jit,
+                            batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
+                            predictions=FLAGS.predictions, steps=FLAGS.steps,
+                            warmup=FLAGS.warmup)
+                proc = subprocess.run(
+                    [sys.executable, os.path.abspath(__file__), "--_single=" + json.dumps(spec)],
+                    capture_output=True, text=True,
+                    env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         os.environ.get("PYTHONPATH", "")])),
+                )
+                lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+                if proc.returncode or not lines:
+                    print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+                    raise SystemExit(f"{impl} {preset_name} {precision} failed")
+                result = json.loads(lines[-1][len("RESULT "):])
+                rows.append(dict(spec, **result))
+                print(f"{preset_name:6s} {precision:15s} {impl:9s} jit={str(jit):5s} "
+                      f"{result['seq_per_s']:7.2f} seq/s  params={result['params']:,}", flush=True)
+    print("\nratios (ours / keras-hub):")
+    by = {(r["preset"], r["precision"], r["impl"]): r["seq_per_s"] for r in rows}
+    for preset_name in FLAGS.presets:
+        for precision in FLAGS.precisions:
+            ours, hub = by.get((preset_name, precision, "ours")), by.get((preset_name, precision, "keras_hub"))
+            if ours and hub:
+                print(f"  {preset_name:6s} {precision:15s} ours/keras-hub = {ours / hub:.2f}x")
+        ours_bf16 = by.get((preset_name, "mixed_bfloat16", "ours"))
+        hub_f32 = by.get((preset_name, "float32", "keras_hub"))
+        if ours_bf16 and hub_f32:
+            print(f"  {preset_name:6s} ours mixed_bfloat16 / keras-hub float32 = {ours_bf16 / hub_f32:.2f}x")
+
+
+if __name__ == "__main__":
+    app.run(main)

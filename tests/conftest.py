@@ -1,0 +1,52 @@
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from keras_bert_impl import BertConfig  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_keras_state():
+    """Every test starts in float32 with a fresh graph and a fixed seed."""
+    keras.config.set_dtype_policy("float32")
+    keras.utils.set_random_seed(1234)
+    yield
+    keras.config.set_dtype_policy("float32")
+    keras.backend.clear_session()
+
+
+@pytest.fixture
+def odd_config():
+    """Odd sizes so that swapped axes fail loudly."""
+    return BertConfig(
+        vocab_size=99,
+        hidden_size=12,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        intermediate_size=37,
+        max_position_embeddings=16,
+        type_vocab_size=2,
+    )
+
+
+def make_inputs(batch=3, seq=7, vocab=99, predictions=None, seed=0, pad_last=2):
+    """Random BERT inputs; the last `pad_last` positions of row 0 are padding."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, (batch, seq)).astype("int32")
+    mask = np.ones_like(ids)
+    if pad_last:
+        mask[0, -pad_last:] = 0
+        ids[0, -pad_last:] = 0
+    types = (np.arange(seq)[None] >= seq // 2).astype("int32").repeat(batch, 0) * mask
+    x = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+    if predictions:
+        x["masked_lm_positions"] = np.sort(
+            rng.integers(1, seq - pad_last, (batch, predictions)), axis=1
+        ).astype("int32")
+    return x

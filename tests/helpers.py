@@ -1,0 +1,24 @@
+"""Shared checks every layer and model gets (style rule 16)."""
+
+import keras
+import numpy as np
+
+
+def assert_config_round_trip(layer):
+    """`get_config` holds every constructor argument, and rebuilds equal."""
+    config = layer.get_config()
+    rebuilt = layer.__class__.from_config(config)
+    assert rebuilt.get_config() == config
+    return rebuilt
+
+
+def assert_keras_save_load_equal(model, inputs, tmp_path):
+    """`.keras` with safe_mode on reloads to identical outputs."""
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    a = model(inputs, training=False)
+    b = loaded(inputs, training=False)
+    for x, y in zip(keras.tree.flatten(a), keras.tree.flatten(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    return loaded

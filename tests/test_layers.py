@@ -1,0 +1,124 @@
+import keras
+import numpy as np
+import pytest
+from helpers import assert_config_round_trip
+
+from keras_bert_impl.layers import BertEmbeddings
+from keras_bert_impl.layers import BertPooler
+from keras_bert_impl.layers import MaskedLMHead
+from keras_bert_impl.layers import NextSentenceHead
+from keras_bert_impl.layers import SelfAttention
+from keras_bert_impl.layers import TiedWordEmbedding
+from keras_bert_impl.layers import TransformerEncoder
+from keras_bert_impl.layers import get_activation
+
+
+def test_gelu_exact_and_tanh():
+    from math import erf, sqrt, tanh, pi
+
+    x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0], "float32")
+    exact = [v * 0.5 * (1 + erf(v / sqrt(2))) for v in x]
+    approx = [0.5 * v * (1 + tanh(sqrt(2 / pi) * (v + 0.044715 * v**3))) for v in x]
+    np.testing.assert_allclose(get_activation("gelu")(x), exact, atol=1e-6)
+    np.testing.assert_allclose(get_activation("gelu_tanh")(x), approx, atol=1e-6)
+    assert np.abs(np.array(exact) - np.array(approx)).max() > 1e-5  # they differ
+    with pytest.raises(ValueError, match="swish"):
+        get_activation("swish")
+
+
+def test_embeddings_sum_then_layer_norm():
+    layer = BertEmbeddings(16, 2, 12, hidden_dropout_prob=0.0)
+    words = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")
+    types = np.array([[0] * 4 + [1] * 3] * 3, "int32")
+    out = np.asarray(layer(words, types))
+    summed = words + np.asarray(layer.token_type_embeddings)[types] + np.asarray(
+        layer.position_embeddings)[:7]
+    mean, var = summed.mean(-1, keepdims=True), summed.var(-1, keepdims=True)
+    np.testing.assert_allclose(out, (summed - mean) / np.sqrt(var + 1e-12), atol=1e-5)
+    assert_config_round_trip(layer)
+
+
+def test_attention_ignores_padded_keys():
+    layer = SelfAttention(12, 3, attention_probs_dropout_prob=0.0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 7, 12)).astype("float32")
+    mask = np.ones((2, 7), "int32")
+    mask[:, 5:] = 0
+    y = np.asarray(layer(x, mask))
+    x2 = x.copy()
+    x2[:, 5:] = rng.normal(size=(2, 2, 12))  # change only padded tokens
+    y2 = np.asarray(layer(x2, mask))
+    np.testing.assert_allclose(y[:, :5], y2[:, :5], atol=1e-6)
+    assert not np.allclose(y[:, 5:], y2[:, 5:])
+    assert_config_round_trip(layer)
+
+
+def test_attention_matches_unfused_reference():
+    """Fused QKV equals three separate projections, per-head softmax attention."""
+    layer = SelfAttention(12, 3, attention_probs_dropout_prob=0.0)
+    x = np.random.default_rng(1).normal(size=(2, 5, 12)).astype("float32")
+    y = np.asarray(layer(x, np.ones((2, 5), "int32")))
+    kernel = np.asarray(layer.query_key_value.kernel)
+    b = np.asarray(layer.query_key_value.bias)
+    q, k, v = (x @ kernel[:, i * 12:(i + 1) * 12] + b[i * 12:(i + 1) * 12] for i in range(3))
+    heads = []
+    for h in range(3):
+        s = slice(4 * h, 4 * h + 4)
+        scores = q[..., s] @ np.swapaxes(k[..., s], 1, 2) / 2.0
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        heads.append(p @ v[..., s])
+    context = np.concatenate(heads, -1)
+    expected = context @ np.asarray(layer.output_dense.kernel) + np.asarray(layer.output_dense.bias)
+    np.testing.assert_allclose(y, expected, atol=1e-5)
+
+
+def test_transformer_encoder_shapes_and_config():
+    layer = TransformerEncoder(12, 3, 37, "gelu_tanh")
+    out = layer(np.ones((3, 7, 12), "float32"), np.ones((3, 7), "int32"))
+    assert out.shape == (3, 7, 12)
+    rebuilt = assert_config_round_trip(layer)
+    assert rebuilt.hidden_act == "gelu_tanh"
+
+
+def test_pooler_uses_first_token():
+    layer = BertPooler(12)
+    x = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")
+    y = np.asarray(layer(x))
+    x[:, 1:] = 0
+    np.testing.assert_allclose(y, np.asarray(layer(x)))
+    assert y.shape == (3, 12) and np.abs(y).max() <= 1
+    assert_config_round_trip(layer)
+
+
+def test_masked_lm_head_gathers_and_ties():
+    embedding = TiedWordEmbedding(99, 12)
+    embedding.build((None, None))
+    head = MaskedLMHead(embedding, "gelu")
+    x = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")
+    positions = np.array([[1, 2], [0, 6], [3, 3]], "int32")
+    logits = np.asarray(head(x, positions))
+    assert logits.shape == (3, 2, 99) and logits.dtype == np.float32
+    gathered = np.take_along_axis(x, positions[..., None], axis=1)
+    h = np.asarray(head.layer_norm(head.dense(gathered)))
+    expected = h @ np.asarray(embedding.embeddings).T + np.asarray(head.output_bias)
+    np.testing.assert_allclose(logits, expected, atol=1e-5)
+    rebuilt = assert_config_round_trip(head)
+    assert isinstance(rebuilt.word_embedding, TiedWordEmbedding)
+
+
+def test_next_sentence_head():
+    head = NextSentenceHead()
+    assert head(np.ones((3, 12), "float32")).shape == (3, 2)
+    assert_config_round_trip(head)
+
+
+def test_layer_norms_run_in_float32_under_mixed_precision():
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    layer = TransformerEncoder(12, 3, 37)
+    out = layer(np.ones((3, 7, 12), "float32"), np.ones((3, 7), "int32"))
+    assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+    assert layer.attention_layer_norm.compute_dtype == "float32"
+    assert layer.output_layer_norm.compute_dtype == "float32"
+    assert layer.intermediate_dense.compute_dtype == "bfloat16"
+    assert layer.intermediate_dense.kernel.dtype == "float32"  # float32 master weights

@@ -1,0 +1,162 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import make_inputs
+from helpers import assert_keras_save_load_equal
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl import BertMaskedLMPretrainer
+from keras_bert_impl import BertPretrainer
+
+
+def _targets(x, vocab=99, seed=0):
+    rng = np.random.default_rng(seed)
+    batch, predictions = x["masked_lm_positions"].shape
+    y = {"masked_lm": rng.integers(0, vocab, (batch, predictions)).astype("int32"),
+         "next_sentence": rng.integers(0, 2, (batch,)).astype("int32")}
+    weights = np.ones((batch, predictions), "float32")
+    weights[0, -1] = 0  # a padded prediction slot
+    sw = {"masked_lm": weights, "next_sentence": np.ones((batch,), "float32")}
+    return y, sw
+
+
+def test_backbone_outputs(odd_config):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    out = backbone(make_inputs())
+    assert out["sequence_output"].shape == (3, 7, 12)
+    assert out["pooled_output"].shape == (3, 12)
+    assert len(out["encoder_outputs"]) == 2
+    np.testing.assert_array_equal(out["encoder_outputs"][-1], out["sequence_output"])
+    assert backbone.bert_config == odd_config
+    assert BertBackbone.from_config(backbone.get_config()).bert_config == odd_config
+
+
+def test_backbone_variable_sequence_length(odd_config):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    for seq in (1, 5, 16):
+        out = backbone(make_inputs(seq=seq, pad_last=0))
+        assert out["sequence_output"].shape == (3, seq, 12)
+
+
+def test_padding_does_not_change_real_positions(odd_config):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    x = make_inputs(batch=1, seq=5, pad_last=0)
+    padded = {k: np.pad(v, ((0, 0), (0, 3))) for k, v in x.items()}
+    a = backbone(x)["sequence_output"]
+    b = backbone(padded)["sequence_output"][:, :5]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_pretrainer_fit_and_save(odd_config, tmp_path):
+    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3))
+    x = make_inputs(predictions=3)
+    y, sw = _targets(x)
+    before = [np.array(w) for w in model.trainable_weights]
+    history = model.fit(x, y, sample_weight=sw, epochs=2, batch_size=3, verbose=0)
+    for name in ("loss", "masked_lm_loss", "next_sentence_loss",
+                 "masked_lm_accuracy", "next_sentence_accuracy"):
+        assert name in history.history, history.history.keys()
+    changed = [not np.array_equal(a, np.array(b)) for a, b in zip(before, model.trainable_weights)]
+    assert all(changed)  # every weight, the tied embedding included, trains
+    # One tied table: the head does not own a second copy.
+    assert len(model.trainable_weights) == len({id(w) for w in model.trainable_weights})
+    loaded = assert_keras_save_load_equal(model, x, tmp_path)
+    assert loaded.masked_lm_head.word_embedding is loaded.backbone.word_embedding
+
+
+def test_masked_lm_loss_is_weighted_mean(odd_config):
+    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    model.compile()
+    x = make_inputs(predictions=3)
+    y, sw = _targets(x)
+    logits = np.asarray(model(x, training=False)["masked_lm"], "float64")
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    xent = -np.take_along_axis(logp, y["masked_lm"][..., None], -1)[..., 0]
+    expected = (xent * sw["masked_lm"]).sum() / sw["masked_lm"].sum()
+    result = model.evaluate(x, y, sample_weight=sw, verbose=0, return_dict=True)
+    np.testing.assert_allclose(result["masked_lm_loss"], expected, rtol=1e-5)
+
+
+def test_masked_lm_only_pretrainer(odd_config, tmp_path):
+    model = BertMaskedLMPretrainer(BertBackbone.from_bert_config(odd_config))
+    model.compile()
+    x = make_inputs(predictions=2)
+    y, sw = _targets(x)
+    history = model.fit(x, {"masked_lm": y["masked_lm"]},
+                        sample_weight={"masked_lm": sw["masked_lm"]}, verbose=0)
+    assert "masked_lm_accuracy" in history.history
+    assert set(model(x)) == {"masked_lm"}
+    assert_keras_save_load_equal(model, x, tmp_path)
+
+
+def test_mixed_bfloat16_dtypes(odd_config):
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    out = model(make_inputs(predictions=2))
+    assert keras.backend.standardize_dtype(out["masked_lm"].dtype) == "float32"
+    assert keras.backend.standardize_dtype(out["next_sentence"].dtype) == "float32"
+    assert all(w.dtype == "float32" for w in model.weights)
+    backbone_out = model.backbone(make_inputs())
+    assert keras.backend.standardize_dtype(backbone_out["sequence_output"].dtype) == "bfloat16"
+    model.compile()
+    x = make_inputs(predictions=2)
+    y, sw = _targets(x)
+    loss = model.fit(x, y, sample_weight=sw, verbose=0).history["loss"][0]
+    assert np.isfinite(loss)
+
+
+def test_xla_compiled_fit_with_static_shapes(odd_config):
+    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    model.compile(jit_compile=True)
+    x = make_inputs(batch=4, predictions=2)
+    y, sw = _targets(x)
+    ds = tf.data.Dataset.from_tensor_slices((x, y, sw)).batch(2, drop_remainder=True)
+    history = model.fit(ds, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert model.jit_compile is True
+
+
+def test_model_is_deterministic_in_inference(odd_config):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    x = make_inputs()
+    np.testing.assert_array_equal(backbone(x)["pooled_output"], backbone(x)["pooled_output"])
+    assert not np.array_equal(backbone(x, training=True)["sequence_output"],
+                              backbone(x, training=False)["sequence_output"])
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda x: {**x, "input_word_ids": x["input_word_ids"].astype("float32")}, "integer"),
+        (lambda x: {**x, "input_mask": x["input_mask"][0]}, "rank 2"),
+        (lambda x: {k: np.tile(v, (1, 3)) for k, v in x.items()}, "longer than max_position_embeddings=16"),
+        (lambda x: {**x, "input_word_ids": x["input_word_ids"] + 99}, "outside \\[0, 99\\)"),
+        (lambda x: {**x, "input_word_ids": x["input_word_ids"] - 200}, "holds -"),
+        (lambda x: {**x, "input_type_ids": x["input_type_ids"] * 2}, "type_vocab_size"),
+        (lambda x: {k: v for k, v in x.items() if k != "input_mask"}, "Missing: \\['input_mask'\\]"),
+        (lambda x: {**x, "input_mask": x["input_mask"][:, :5]}, "same shape"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(odd_config, change, message):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    with pytest.raises(ValueError, match=message):
+        backbone(change(make_inputs()))
+
+
+def test_bad_pretrainer_inputs(odd_config):
+    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    x = make_inputs(predictions=2)
+    x["input_word_ids"] = x["input_word_ids"] + 1000
+    with pytest.raises(ValueError, match="input_word_ids"):
+        model(x)
+    with pytest.raises(ValueError, match="masked_lm_positions"):
+        model(make_inputs())
+
+
+def test_long_sequence_rejected_when_traced(odd_config):
+    backbone = BertBackbone.from_bert_config(odd_config)
+    x = make_inputs(seq=20, pad_last=0)
+    with pytest.raises(ValueError, match="longer than max_position_embeddings"):
+        backbone.predict(x, verbose=0)
