@@ -38,7 +38,8 @@ class MaskedLMHead(keras.layers.Layer):
         layer_norm_eps=1e-12,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        # autocast=False: the float32 output bias must not be read as bfloat16.
+        super().__init__(autocast=False, **kwargs)
         if isinstance(word_embedding, dict):
             word_embedding = keras.layers.deserialize(word_embedding)
         if not isinstance(word_embedding, TiedWordEmbedding):
