@@ -5,15 +5,16 @@ Both models are trained by plain `model.fit` on the same fixed batches
 weight decay, epsilon 1e-6 and global-norm clipping 1.0) at the sizes and
 precisions asked for. keras-hub's side is its `BertBackbone` +
 `MaskedLMHead` tied to its token embedding + a 2-way NSP `Dense`. Each
-measurement runs in its own process (a fresh Keras global policy and graph),
-one after the other, and the script prints sequences/s and ratios.
+(size, precision) runs in its own process holding both models; their steps
+are timed in alternating rounds (so drift in a shared machine's speed hits
+both alike) and the median step time gives sequences/s and the ratios.
 
     python benchmarks/pretrain_step.py                 # mini, small; f32, bf16
     python benchmarks/pretrain_step.py --presets=mini --steps=5
 
-Both sides use `jit_compile="auto"` (XLA on, Keras' default) unless
-`--jit_compile` says otherwise; `--ours_jit_bf16` sets ours separately under
-mixed_bfloat16, where XLA on CPU can be slower than plain TF.
+keras-hub runs with Keras' default `jit_compile="auto"` (XLA on);
+`--hub_jit` changes it. Ours runs with `--ours_jit_float32` /
+`--ours_jit_bf16`, the settings we recommend per precision on CPU.
 """
 
 import json
@@ -31,10 +32,12 @@ flags.DEFINE_list("precisions", ["float32", "mixed_bfloat16"], "Dtype policies."
 flags.DEFINE_integer("batch_size", 32, "Sequences per step.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
-flags.DEFINE_integer("steps", 8, "Timed steps (after warm-up).")
-flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing, compiling).")
-flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "XLA for both sides.")
-flags.DEFINE_enum("ours_jit_bf16", "false", ["auto", "true", "false"], "XLA for ours in bf16.")
+flags.DEFINE_integer("rounds", 4, "Alternating rounds of timed steps.")
+flags.DEFINE_integer("steps", 3, "Timed steps per model per round.")
+flags.DEFINE_integer("warmup", 2, "Untimed steps first (tracing, compiling).")
+flags.DEFINE_enum("hub_jit", "auto", ["auto", "true", "false"], "XLA for keras-hub.")
+flags.DEFINE_enum("ours_jit_float32", "false", ["auto", "true", "false"], "XLA for ours, float32.")
+flags.DEFINE_enum("ours_jit_bf16", "false", ["auto", "true", "false"], "XLA for ours, bf16.")
 flags.DEFINE_string("_single", None, "Internal: run one measurement, print JSON.")
 
 VOCAB = 30522
@@ -73,12 +76,12 @@ def _optimizer():
     return optimizer
 
 
-def _ours(preset_name, b):
+def _ours(preset_name, precision, b):
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import BertPretrainer
     from keras_bert_impl import preset
 
-    model = BertPretrainer(BertBackbone.from_bert_config(preset(preset_name)))
+    model = BertPretrainer(BertBackbone.from_bert_config(preset(preset_name), dtype=precision))
     x = {"input_word_ids": b["ids"], "input_mask": b["mask"], "input_type_ids": b["types"],
          "masked_lm_positions": b["positions"]}
     y = {"masked_lm": b["mlm_ids"], "next_sentence": b["nsp"]}
@@ -86,7 +89,7 @@ def _ours(preset_name, b):
     return model, (x, y, sw), None
 
 
-def _keras_hub(preset_name, b):
+def _keras_hub(preset_name, precision, b):
     import keras
     import keras_hub
 
@@ -101,6 +104,7 @@ def _keras_hub(preset_name, b):
         intermediate_dim=config.intermediate_size,
         dropout=config.hidden_dropout_prob,
         max_sequence_length=config.max_position_embeddings,
+        dtype=precision,
     )
     inputs = {
         "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
@@ -135,28 +139,40 @@ def _keras_hub(preset_name, b):
 def run_single(spec):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
+    import numpy as np
     import tensorflow as tf
 
-    keras.config.set_dtype_policy(spec["precision"])
     b = _batch(None, spec["batch_size"], spec["seq_length"], spec["predictions"])
-    build = _ours if spec["impl"] == "ours" else _keras_hub
-    model, data, loss = build(spec["preset"], b)
-    if loss is None:
-        model.compile(optimizer=_optimizer(), jit_compile=spec["jit"])
-    else:
-        model.compile(optimizer=_optimizer(), loss=loss, jit_compile=spec["jit"])
-    dataset = tf.data.Dataset.from_tensors(data).repeat()
-    times = []
+    runs = {}
+    for impl, build in (("keras_hub", _keras_hub), ("ours", _ours)):
+        model, data, loss = build(spec["preset"], spec["precision"], b)
+        jit = spec["jit"][impl]
+        if loss is None:
+            model.compile(optimizer=_optimizer(), jit_compile=jit)
+        else:
+            model.compile(optimizer=_optimizer(), loss=loss, jit_compile=jit)
+        dataset = tf.data.Dataset.from_tensors(data).repeat()
+        model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)
+        runs[impl] = (model, dataset, [])
 
     class Timer(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter())
+        def __init__(self, times):
+            super().__init__()
+            self.times = times
 
-    total = spec["warmup"] + spec["steps"]
-    model.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[Timer()])
-    elapsed = times[-1] - times[spec["warmup"] - 1]
-    return {"seq_per_s": spec["steps"] * spec["batch_size"] / elapsed,
-            "params": model.count_params()}
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.times.append(time.perf_counter() - self.start)
+
+    for _ in range(spec["rounds"]):
+        for model, dataset, times in runs.values():
+            model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
+                      callbacks=[Timer(times)])
+    return {impl: {"seq_per_s": spec["batch_size"] / float(np.median(times)),
+                   "params": model.count_params()}
+            for impl, (model, _, times) in runs.items()}
 
 
 def main(argv):
@@ -167,29 +183,29 @@ def main(argv):
     rows = []
     for preset_name in FLAGS.presets:
         for precision in FLAGS.precisions:
+            ours_jit = FLAGS.ours_jit_bf16 if "bfloat16" in precision else FLAGS.ours_jit_float32
+            jit = {"keras_hub": _jit(FLAGS.hub_jit), "ours": _jit(ours_jit)}
+            spec = dict(preset=preset_name, precision=precision, jit=jit,
+                        batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
+                        predictions=FLAGS.predictions, rounds=FLAGS.rounds,
+                        steps=FLAGS.steps, warmup=FLAGS.warmup)
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            proc = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--_single=" + json.dumps(spec)],
+                capture_output=True, text=True,
+                env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                    [root, os.environ.get("PYTHONPATH", "")])),
+            )
+            lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+            if proc.returncode or not lines:
+                print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+                raise SystemExit(f"{preset_name} {precision} failed")
+            result = json.loads(lines[-1][len("RESULT "):])
             for impl in ("keras_hub", "ours"):
-                jit = _jit(FLAGS.jit_compile)
-                if impl == "ours" and precision == "mixed_bfloat16":
-                    jit = _jit(FLAGS.ours_jit_bf16)
-                spec = dict(impl=impl, preset=preset_name, precision=precision, jit=jit,
-                            batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
-                            predictions=FLAGS.predictions, steps=FLAGS.steps,
-                            warmup=FLAGS.warmup)
-                proc = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), "--_single=" + json.dumps(spec)],
-                    capture_output=True, text=True,
-                    env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                        [os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         os.environ.get("PYTHONPATH", "")])),
-                )
-                lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-                if proc.returncode or not lines:
-                    print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
-                    raise SystemExit(f"{impl} {preset_name} {precision} failed")
-                result = json.loads(lines[-1][len("RESULT "):])
-                rows.append(dict(spec, **result))
-                print(f"{preset_name:6s} {precision:15s} {impl:9s} jit={str(jit):5s} "
-                      f"{result['seq_per_s']:7.2f} seq/s  params={result['params']:,}", flush=True)
+                rows.append(dict(spec, impl=impl, **result[impl]))
+                print(f"{preset_name:6s} {precision:15s} {impl:9s} jit={str(jit[impl]):5s} "
+                      f"{result[impl]['seq_per_s']:7.2f} seq/s  params={result[impl]['params']:,}",
+                      flush=True)
     print("\nratios (ours / keras-hub):")
     by = {(r["preset"], r["precision"], r["impl"]): r["seq_per_s"] for r in rows}
     for preset_name in FLAGS.presets:

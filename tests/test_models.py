@@ -91,9 +91,20 @@ def test_masked_lm_only_pretrainer(odd_config, tmp_path):
     assert_keras_save_load_equal(model, x, tmp_path)
 
 
-def test_mixed_bfloat16_dtypes(odd_config):
-    keras.config.set_dtype_policy("mixed_bfloat16")
-    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+@pytest.mark.parametrize("how", ["global_policy", "dtype_argument"])
+def test_mixed_bfloat16_dtypes(odd_config, how):
+    if how == "global_policy":
+        keras.config.set_dtype_policy("mixed_bfloat16")
+        backbone = BertBackbone.from_bert_config(odd_config)
+    else:  # the global policy stays float32
+        backbone = BertBackbone.from_bert_config(odd_config, dtype="mixed_bfloat16")
+    model = BertPretrainer(backbone)
+    for layer in model._flatten_layers():
+        if isinstance(layer, keras.layers.LayerNormalization):
+            assert layer.compute_dtype == "float32", layer.name
+        elif isinstance(layer, (keras.layers.Dense, keras.layers.Dropout)):
+            if layer.name != "dense":  # the NSP logits layer is float32 on purpose
+                assert layer.compute_dtype == "bfloat16", layer.name
     out = model(make_inputs(predictions=2))
     assert keras.backend.standardize_dtype(out["masked_lm"].dtype) == "float32"
     assert keras.backend.standardize_dtype(out["next_sentence"].dtype) == "float32"

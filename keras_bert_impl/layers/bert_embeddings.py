@@ -56,7 +56,9 @@ class BertEmbeddings(keras.layers.Layer):
             dtype="float32",  # numerically sensitive: float32 under mixed precision
             name="layer_norm",
         )
-        self.dropout = keras.layers.Dropout(hidden_dropout_prob, name="dropout")
+        self.dropout = keras.layers.Dropout(
+            hidden_dropout_prob, dtype=self.dtype_policy, name="dropout"
+        )
 
     def build(self, word_embeddings_shape, input_type_ids_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -31,8 +31,12 @@ class TiedWordEmbedding(keras.layers.Embedding):
         if not reverse:
             return super().call(inputs)
         table = keras.ops.cast(self.embeddings, self.compute_dtype)  # (V, H)
-        # B=batch, P=predictions, H=hidden, V=vocab
-        return keras.ops.einsum("bph,vh->bpv", inputs, table)
+        # B=batch, P=predictions, H=hidden, V=vocab. A 2-D matmul against
+        # the transposed table (fused into the GEMM, no copy of the table).
+        shape = keras.ops.shape(inputs)
+        flat = keras.ops.reshape(inputs, (-1, shape[-1]))  # (B*P, H)
+        logits = keras.ops.matmul(flat, keras.ops.transpose(table))  # (B*P, V)
+        return keras.ops.reshape(logits, tuple(shape[:-1]) + (self.input_dim,))  # (B, P, V)
 
     def compute_output_shape(self, input_shape, reverse=False):
         if reverse:

@@ -69,7 +69,7 @@ class TransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps,
             dtype="float32",  # numerically sensitive: float32 under mixed precision
@@ -85,7 +85,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
         )
-        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob)
+        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
         )

@@ -214,7 +214,8 @@ class BertBackbone(keras.Model):
             "pooled_output": self.pooler(x),  # (B, H)
             "encoder_outputs": encoder_outputs,
         }
-        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = policy  # functional Model.__init__ drops `dtype`
 
         # === Config ===
         self.bert_config = config

@@ -94,7 +94,8 @@ class BertPretrainer(keras.Model):
             ),  # (B, P, V)
             "next_sentence": self.next_sentence_head(backbone_outputs["pooled_output"]),  # (B, 2)
         }
-        super().__init__(inputs=inputs, outputs=outputs, dtype=backbone.dtype_policy, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = backbone.dtype_policy
 
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
@@ -162,7 +163,8 @@ class BertMaskedLMPretrainer(keras.Model):
                 backbone_outputs["sequence_output"], inputs["masked_lm_positions"]
             ),  # (B, P, V)
         }
-        super().__init__(inputs=inputs, outputs=outputs, dtype=backbone.dtype_policy, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = backbone.dtype_policy
 
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
