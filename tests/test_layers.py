@@ -122,3 +122,21 @@ def test_layer_norms_run_in_float32_under_mixed_precision():
     assert layer.output_layer_norm.compute_dtype == "float32"
     assert layer.intermediate_dense.compute_dtype == "bfloat16"
     assert layer.intermediate_dense.kernel.dtype == "float32"  # float32 master weights
+
+
+@pytest.mark.parametrize("name,approximate", [("gelu", False), ("gelu_tanh", True)])
+def test_gelu_custom_gradient_matches_autodiff(name, approximate):
+    import tensorflow as tf
+
+    x = tf.constant(np.linspace(-6, 6, 101, dtype="float32"))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours = get_activation(name)(x)
+        reference = tf.nn.gelu(x, approximate=approximate)
+    reference_grad = tape.gradient(reference, x)
+    np.testing.assert_allclose(ours, reference, atol=1e-6)
+    np.testing.assert_allclose(tape.gradient(ours, x), reference_grad, atol=1e-5)
+    with tf.GradientTape() as tape:  # the same inside a traced graph
+        tape.watch(x)
+        y = tf.function(lambda v: get_activation(name)(v) * 3.0)(x)
+    np.testing.assert_allclose(tape.gradient(y, x), 3.0 * reference_grad, atol=3e-5)

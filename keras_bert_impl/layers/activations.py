@@ -1,16 +1,59 @@
-"""The `hidden_act` functions a BERT config may name."""
+"""The `hidden_act` functions a BERT config may name.
+
+GELU's forward pass is TensorFlow's own `tf.nn.gelu`, which grappler fuses
+with the preceding MatMul + BiasAdd into one oneDNN kernel on CPU. Its
+gradient, left to autodiff, is a dozen separate elementwise kernels, each a
+full pass over the (B*S, 4H) activations; we give GELU a custom gradient that
+XLA compiles into one fused loop (only the backward pass is compiled, so
+exported inference graphs need no XLA). Under `jit_compile=True` the whole
+step is compiled anyway and this changes nothing.
+"""
+
+import math
 
 import keras
+import tensorflow as tf
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _gelu_grad(x, dy):
+    """d/dx of x * Phi(x): Phi(x) + x * phi(x)."""
+    cdf = 0.5 * (1.0 + tf.math.erf(x * _INV_SQRT_2))
+    pdf = _INV_SQRT_2PI * tf.exp(-0.5 * x * x)
+    return dy * (cdf + x * pdf)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _gelu_tanh_grad(x, dy):
+    """d/dx of 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)."""
+    x2 = x * x
+    t = tf.tanh(_SQRT_2_OVER_PI * x * (1.0 + 0.044715 * x2))
+    du = _SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x2)
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+
+
+@tf.custom_gradient
+def _gelu_exact(x):
+    return tf.nn.gelu(x, approximate=False), lambda dy: _gelu_grad(x, dy)
+
+
+@tf.custom_gradient
+def _gelu_approximate(x):
+    return tf.nn.gelu(x, approximate=True), lambda dy: _gelu_tanh_grad(x, dy)
 
 
 def gelu(x):
     """Exact GELU, x * Phi(x), as Hugging Face BERT checkpoints compute it."""
-    return keras.activations.gelu(x, approximate=False)
+    return _gelu_exact(x)
 
 
 def gelu_tanh(x):
     """The tanh approximation of GELU that the original TF code computes."""
-    return keras.activations.gelu(x, approximate=True)
+    return _gelu_approximate(x)
 
 
 _ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "relu": keras.activations.relu}

@@ -78,19 +78,24 @@ class SelfAttention(keras.layers.Layer):
         )
 
     def build(self, inputs_shape, input_mask_shape=None):
-        self.query_key_value.build(inputs_shape)
-        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_size,))
+        self.query_key_value.build((None, inputs_shape[-1]))
+        self.output_dense.build((None, self.hidden_size))
         self.built = True
 
     def call(self, inputs, input_mask, training=None):
         batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
         n, d = self.num_attention_heads, self.head_size
-        qkv = self.query_key_value(inputs)  # (B, S, 3H)
+        # Dense layers on 2-D (B*S, H): grappler then fuses MatMul + BiasAdd
+        # into one oneDNN kernel (a 3-D Dense goes through Tensordot reshapes
+        # that block the fusion).
+        qkv = self.query_key_value(keras.ops.reshape(inputs, (-1, self.hidden_size)))  # (B*S, 3H)
         qkv = keras.ops.reshape(qkv, (batch, seq, 3, n, d))  # (B, S, 3, N, D)
         qkv = keras.ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, S, D)
+        # unstack, not qkv[i]: the gradient of a strided slice writes a full
+        # zero tensor per slice, the gradient of unstack is one stack.
+        query, key, value = keras.ops.unstack(qkv, 3, axis=0)  # (B, N, S, D) each
         # Scaling the queries (B*S*H values) is cheaper than the scores (B*N*S*S).
-        query = qkv[0] * keras.ops.cast(d**-0.5, qkv.dtype)  # (B, N, S, D)
-        key, value = qkv[1], qkv[2]  # (B, N, T, D)
+        query = query * keras.ops.cast(d**-0.5, query.dtype)
         # Plain batched matmuls on a head-major layout: on CPU they run ~1.5x
         # faster than the equivalent einsum, which transposes on every call.
         scores = keras.ops.matmul(query, keras.ops.swapaxes(key, -1, -2))  # (B, N, S, T)
@@ -101,8 +106,8 @@ class SelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = keras.ops.matmul(probs, value)  # (B, N, S, D)
         context = keras.ops.transpose(context, (0, 2, 1, 3))  # (B, S, N, D)
-        context = keras.ops.reshape(context, (batch, seq, n * d))  # (B, S, H)
-        return self.output_dense(context)
+        context = keras.ops.reshape(context, (-1, n * d))  # (B*S, H)
+        return keras.ops.reshape(self.output_dense(context), (batch, seq, n * d))  # (B, S, H)
 
     def compute_output_shape(self, inputs_shape, input_mask_shape=None):
         return inputs_shape

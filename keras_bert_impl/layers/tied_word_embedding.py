@@ -1,6 +1,7 @@
 """`TiedWordEmbedding`: the word-embedding table, usable both ways."""
 
 import keras
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -31,11 +32,13 @@ class TiedWordEmbedding(keras.layers.Embedding):
         if not reverse:
             return super().call(inputs)
         table = keras.ops.cast(self.embeddings, self.compute_dtype)  # (V, H)
-        # B=batch, P=predictions, H=hidden, V=vocab. A 2-D matmul against
-        # the transposed table (fused into the GEMM, no copy of the table).
+        # B=batch, P=predictions, H=hidden, V=vocab
         shape = keras.ops.shape(inputs)
         flat = keras.ops.reshape(inputs, (-1, shape[-1]))  # (B*P, H)
-        logits = keras.ops.matmul(flat, keras.ops.transpose(table))  # (B*P, V)
+        # tf.matmul(transpose_b=True), not keras.ops: its gradient for the
+        # (V, H) table is one GEMM in place, where a transposed operand costs
+        # a copy of the whole table each step.
+        logits = tf.linalg.matmul(flat, table, transpose_b=True)  # (B*P, V)
         return keras.ops.reshape(logits, tuple(shape[:-1]) + (self.input_dim,))  # (B, P, V)
 
     def compute_output_shape(self, input_shape, reverse=False):

@@ -93,8 +93,8 @@ class TransformerEncoder(keras.layers.Layer):
     def build(self, inputs_shape, input_mask_shape=None):
         self.attention.build(inputs_shape)
         self.attention_layer_norm.build(inputs_shape)
-        self.intermediate_dense.build(inputs_shape)
-        self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_size,))
+        self.intermediate_dense.build((None, self.hidden_size))
+        self.output_dense.build((None, self.intermediate_size))
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
@@ -103,8 +103,10 @@ class TransformerEncoder(keras.layers.Layer):
         x = self.attention_dropout(x, training=training)
         x = self.attention_layer_norm(inputs + x)
         x = keras.ops.cast(x, self.compute_dtype)
-        h = self.intermediate_dense(x)  # (B, S, I)
-        h = self.output_dense(h)  # (B, S, H)
+        # 2-D (B*S, .) Dense layers: lets grappler fuse MatMul + BiasAdd + GELU.
+        h = self.intermediate_dense(keras.ops.reshape(x, (-1, self.hidden_size)))  # (B*S, I)
+        h = self.output_dense(h)  # (B*S, H)
+        h = keras.ops.reshape(h, keras.ops.shape(x))  # (B, S, H)
         h = self.output_dropout(h, training=training)
         h = self.output_layer_norm(x + h)
         return keras.ops.cast(h, self.compute_dtype)
