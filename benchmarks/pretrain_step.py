@@ -143,6 +143,34 @@ def _keras_hub(preset_name, precision, b):
     return model, (x, y, sw), dict(loss=loss, **metrics)
 
 
+def train_flops_per_sequence(config, seq_length, predictions):
+    """Matmul FLOPs of one training sequence (forward x3 for fwd + bwd)."""
+    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    per_token = layers * (2 * (4 * h * h + 2 * h * i) + 2 * 2 * seq_length * h)
+    forward = seq_length * per_token + 2 * h * h + predictions * (2 * h * h + 2 * h * VOCAB)
+    return 3 * forward
+
+
+def measure_matmul_peak():
+    """GFLOP/s of a large float32 and bfloat16 matmul on this machine."""
+    import tensorflow as tf
+
+    peaks = {}
+    for dtype in ("float32", "bfloat16"):
+        a = tf.cast(tf.random.normal((4096, 1024)), dtype)
+        b = tf.cast(tf.random.normal((1024, 1024)), dtype)
+        matmul = tf.function(tf.matmul)
+        for _ in range(3):
+            matmul(a, b).numpy()
+        best = float("inf")
+        for _ in range(10):
+            start = time.perf_counter()
+            matmul(a, b).numpy()
+            best = min(best, time.perf_counter() - start)
+        peaks[dtype] = 2 * 4096 * 1024 * 1024 / best / 1e9
+    return peaks
+
+
 def run_single(spec):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
@@ -178,11 +206,33 @@ def run_single(spec):
             for impl, (model, _, times) in runs.items()}
 
 
+def _in_subprocess(single):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--_single=" + single],
+        capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])),
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+        raise SystemExit(f"benchmark run failed: {single}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
 def main(argv):
     del argv
+    if FLAGS._single == "peak":
+        print("RESULT " + json.dumps(measure_matmul_peak()))
+        return
     if FLAGS._single:
         print("RESULT " + json.dumps(run_single(json.loads(FLAGS._single))))
         return
+    from keras_bert_impl import preset
+
+    peaks = _in_subprocess("peak")
+    print(f"matmul peak: float32 {peaks['float32']:.0f} GFLOP/s, "
+          f"bfloat16 {peaks['bfloat16']:.0f} GFLOP/s (4096x1024x1024)")
     rows = []
     for preset_name in FLAGS.presets:
         for precision in FLAGS.precisions:
@@ -191,23 +241,15 @@ def main(argv):
                         batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
                         predictions=FLAGS.predictions, rounds=FLAGS.rounds,
                         steps=FLAGS.steps, warmup=FLAGS.warmup)
-            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            proc = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--_single=" + json.dumps(spec)],
-                capture_output=True, text=True,
-                env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                    [root, os.environ.get("PYTHONPATH", "")])),
-            )
-            lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-            if proc.returncode or not lines:
-                print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
-                raise SystemExit(f"{preset_name} {precision} failed")
-            result = json.loads(lines[-1][len("RESULT "):])
+            result = _in_subprocess(json.dumps(spec))
+            flops = train_flops_per_sequence(preset(preset_name), FLAGS.seq_length, FLAGS.predictions)
+            peak = peaks["bfloat16" if "bfloat16" in precision else "float32"]
             for impl in ("keras_hub", "ours"):
                 rows.append(dict(spec, impl=impl, **result[impl]))
+                achieved = result[impl]["seq_per_s"] * flops / 1e9
                 print(f"{preset_name:6s} {precision:15s} {impl:9s} xla={str(result[impl]['xla']):5s} "
-                      f"{result[impl]['seq_per_s']:7.2f} seq/s  params={result[impl]['params']:,}",
-                      flush=True)
+                      f"{result[impl]['seq_per_s']:7.2f} seq/s  {achieved:6.1f} GFLOP/s "
+                      f"= {100 * achieved / peak:4.1f}% of matmul peak", flush=True)
     print("\nratios (ours / keras-hub):")
     by = {(r["preset"], r["precision"], r["impl"]): r["seq_per_s"] for r in rows}
     for preset_name in FLAGS.presets:

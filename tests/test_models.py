@@ -164,6 +164,10 @@ def test_bad_pretrainer_inputs(odd_config):
         model(x)
     with pytest.raises(ValueError, match="masked_lm_positions"):
         model(make_inputs())
+    x = make_inputs(predictions=2)
+    x["masked_lm_positions"][1, 1] = 7
+    with pytest.raises(ValueError, match="`masked_lm_positions` holds 7, outside \\[0, 7\\)"):
+        model(x)
 
 
 def test_long_sequence_rejected_when_traced(odd_config):

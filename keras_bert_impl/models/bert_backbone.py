@@ -39,7 +39,7 @@ def check_inputs(inputs, config, extra_names=()):
     for name in INPUT_NAMES:
         value = inputs[name]
         dtype = keras.backend.standardize_dtype(value.dtype)
-        if not ("int" in dtype and "uint" not in dtype or dtype == "uint8"):
+        if "int" not in dtype:
             raise ValueError(
                 f"`{name}` must be an integer tensor (int32). Received dtype={dtype}."
             )
@@ -62,11 +62,14 @@ def check_inputs(inputs, config, extra_names=()):
             f"Sequence length {seq_length} is longer than max_position_embeddings="
             f"{config.max_position_embeddings}. Truncate the inputs."
         )
-    for name, limit, what in (
+    limits = [
         ("input_word_ids", config.vocab_size, "vocab_size"),
         ("input_type_ids", config.type_vocab_size, "type_vocab_size"),
         ("input_mask", 2, "2 (mask values are 0 or 1)"),
-    ):
+    ]
+    if "masked_lm_positions" in inputs and seq_length is not None:
+        limits.append(("masked_lm_positions", seq_length, "the sequence length"))
+    for name, limit, what in limits:
         values = _concrete(inputs[name])
         if values is not None and values.size:
             low, high = values.min(), values.max()

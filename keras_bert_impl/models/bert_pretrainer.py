@@ -4,24 +4,13 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_backbone import check_inputs
 
 # B=batch, P=max_predictions_per_seq, V=vocab
-
-
-def masked_lm_loss():
-    """Cross-entropy averaged over the masked positions that are real.
-
-    The data pads each example to P predictions; `masked_lm_weights` (given
-    as the sample weight) is 1 for real ones. As the original, the loss is
-    sum(w * xent) / sum(w), not divided by the padded count.
-    """
-    return keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True, reduction="mean_with_sample_weight", name="masked_lm_loss"
-    )
 
 
 def _pretrainer_inputs(backbone):
@@ -130,7 +119,7 @@ class BertPretrainer(keras.Model):
         """
         if loss is None:
             loss = {
-                "masked_lm": masked_lm_loss(),
+                "masked_lm": MaskedLMLoss(),
                 "next_sentence": keras.losses.SparseCategoricalCrossentropy(
                     from_logits=True, name="next_sentence_loss"
                 ),
@@ -202,7 +191,7 @@ class BertMaskedLMPretrainer(keras.Model):
         """Compiles with the masked-LM loss and accuracy by default."""
         super().compile(
             optimizer=optimizer,
-            loss=loss or {"masked_lm": masked_lm_loss()},
+            loss=loss or {"masked_lm": MaskedLMLoss()},
             weighted_metrics=weighted_metrics
             # One output: Keras would not prefix the name, so name it fully.
             or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")]},
@@ -222,4 +211,4 @@ class BertMaskedLMPretrainer(keras.Model):
         return cls(**config)
 
 
-__all__ = ["BertBackbone", "BertPretrainer", "BertMaskedLMPretrainer", "masked_lm_loss"]
+__all__ = ["BertPretrainer", "BertMaskedLMPretrainer"]
