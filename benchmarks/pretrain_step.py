@@ -12,9 +12,8 @@ both alike) and the median step time gives sequences/s and the ratios.
     python benchmarks/pretrain_step.py                 # mini, small; f32, bf16
     python benchmarks/pretrain_step.py --presets=mini --steps=5
 
-Each side runs with its own default `jit_compile="auto"`: Keras' (XLA on)
-for keras-hub, ours (XLA off on CPU, where it measured faster) for ours;
-`--hub_jit` and `--ours_jit` override them.
+Both run with Keras' default `jit_compile="auto"` (XLA off on CPU-only
+hosts, on with an accelerator); `--hub_jit` and `--ours_jit` override it.
 """
 
 import json
@@ -37,7 +36,7 @@ flags.DEFINE_integer("steps", 3, "Timed steps per model per round.")
 flags.DEFINE_integer("warmup", 2, "Untimed steps first (tracing, compiling).")
 flags.DEFINE_enum("hub_jit", "auto", ["auto", "true", "false"], "XLA for keras-hub.")
 flags.DEFINE_enum("ours_jit", "auto", ["auto", "true", "false"],
-                  "XLA for ours; auto = our default (off on CPU, on with a GPU).")
+                  "XLA for ours.")
 flags.DEFINE_string("_single", None, "Internal: run one measurement, print JSON.")
 
 VOCAB = 30522

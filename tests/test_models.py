@@ -176,11 +176,3 @@ def test_long_sequence_rejected_when_traced(odd_config):
     with pytest.raises(ValueError, match="longer than max_position_embeddings"):
         backbone.predict(x, verbose=0)
 
-
-def test_jit_compile_auto_resolves_per_device(odd_config):
-    model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
-    model.compile()
-    has_gpu = bool(tf.config.list_physical_devices("GPU"))
-    assert model.jit_compile is has_gpu
-    model.compile(jit_compile=True)
-    assert model.jit_compile is True

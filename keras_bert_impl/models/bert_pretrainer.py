@@ -1,7 +1,6 @@
 """Pretraining models: masked LM + next sentence, and masked LM alone."""
 
 import keras
-import tensorflow as tf
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.losses import MaskedLMLoss
@@ -34,18 +33,6 @@ def _masked_lm_head(backbone):
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
-
-
-def resolve_jit_compile(jit_compile):
-    """Our default for `jit_compile="auto"`: XLA on accelerators, not on CPU.
-
-    On CPU hosts the measured train step (benchmarks/pretrain_step.py) is
-    faster without XLA: oneDNN fuses MatMul + BiasAdd + GELU and XLA's CPU
-    matmuls are slower. TPUs compile everything regardless of this flag.
-    """
-    if jit_compile == "auto":
-        return bool(tf.config.list_physical_devices("GPU"))
-    return jit_compile
 
 
 def _compile_from_config(model, config):
@@ -109,13 +96,13 @@ class BertPretrainer(keras.Model):
         loss=None,
         metrics=None,
         weighted_metrics=None,
-        jit_compile="auto",
         **kwargs,
     ):
         """Compiles with BERT's pretraining losses and metrics by default.
 
-        `jit_compile="auto"` means XLA on GPU and off on CPU (faster there,
-        measured); pass True for XLA anywhere (static shapes needed).
+        Keras' `jit_compile="auto"` leaves XLA off on CPU-only hosts, which
+        also measured faster for this model there; pass `jit_compile=True`
+        for XLA anywhere (static shapes needed).
         """
         if loss is None:
             loss = {
@@ -137,7 +124,6 @@ class BertPretrainer(keras.Model):
             loss=loss,
             metrics=metrics,
             weighted_metrics=weighted_metrics,
-            jit_compile=resolve_jit_compile(jit_compile),
             **kwargs,
         )
 
@@ -185,9 +171,7 @@ class BertMaskedLMPretrainer(keras.Model):
         check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
         return super().call(inputs, training=training, mask=mask)
 
-    def compile(
-        self, optimizer="adamw", loss=None, weighted_metrics=None, jit_compile="auto", **kwargs
-    ):
+    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
         """Compiles with the masked-LM loss and accuracy by default."""
         super().compile(
             optimizer=optimizer,
@@ -195,7 +179,6 @@ class BertMaskedLMPretrainer(keras.Model):
             weighted_metrics=weighted_metrics
             # One output: Keras would not prefix the name, so name it fully.
             or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")]},
-            jit_compile=resolve_jit_compile(jit_compile),
             **kwargs,
         )
 
