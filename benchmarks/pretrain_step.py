@@ -25,6 +25,9 @@ import time
 from absl import app
 from absl import flags
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # run as a script from anywhere
+
 FLAGS = flags.FLAGS
 flags.DEFINE_list("presets", ["mini", "small"], "Model sizes to time.")
 flags.DEFINE_list("precisions", ["float32", "mixed_bfloat16"], "Dtype policies.")
@@ -206,11 +209,9 @@ def run_single(spec):
 
 
 def _in_subprocess(single):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--_single=" + single],
         capture_output=True, text=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])),
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:

@@ -5,6 +5,7 @@ from helpers import assert_config_round_trip
 
 from keras_bert_impl.layers import BertEmbeddings
 from keras_bert_impl.layers import BertPooler
+from keras_bert_impl.layers import FastDropout
 from keras_bert_impl.layers import MaskedLMHead
 from keras_bert_impl.layers import NextSentenceHead
 from keras_bert_impl.layers import SelfAttention
@@ -14,7 +15,10 @@ from keras_bert_impl.layers import get_activation
 
 
 def test_gelu_exact_and_tanh():
-    from math import erf, sqrt, tanh, pi
+    from math import erf
+    from math import pi
+    from math import sqrt
+    from math import tanh
 
     x = np.array([-3.0, -0.5, 0.0, 0.7, 2.0], "float32")
     exact = [v * 0.5 * (1 + erf(v / sqrt(2))) for v in x]
@@ -140,3 +144,32 @@ def test_gelu_custom_gradient_matches_autodiff(name, approximate):
         tape.watch(x)
         y = tf.function(lambda v: get_activation(name)(v) * 3.0)(x)
     np.testing.assert_allclose(tape.gradient(y, x), 3.0 * reference_grad, atol=3e-5)
+
+
+@pytest.mark.parametrize("shape", [(40, 50, 64), (3, 7, 37)])
+def test_fast_dropout_rate_scale_and_inference(shape):
+    layer = FastDropout(0.1, seed=3)
+    x = np.ones(shape, "float32")
+    y = np.asarray(layer(x, training=True))
+    dropped = (y == 0).mean()
+    tolerance = 4 * np.sqrt(0.1 * 0.9 / y.size)  # 4 standard errors
+    assert abs(dropped - 0.1) < tolerance, dropped
+    np.testing.assert_allclose(y[y != 0], 1 / (1 - 6554 / 65536), rtol=1e-6)
+    assert not np.array_equal(y, np.asarray(layer(x, training=True)))  # new mask each call
+    np.testing.assert_array_equal(layer(x, training=False), x)
+    np.testing.assert_array_equal(FastDropout(0.0)(x, training=True), x)
+    assert_config_round_trip(layer)
+    with pytest.raises(ValueError, match="rate=1.0"):
+        FastDropout(1.0)
+
+
+def test_fast_dropout_gradient_is_the_mask():
+    import tensorflow as tf
+
+    layer = FastDropout(0.5, seed=1)
+    x = tf.ones((8, 16))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+    grad = tape.gradient(y, x).numpy()
+    np.testing.assert_array_equal(grad, y.numpy())  # ones in, so grad == output

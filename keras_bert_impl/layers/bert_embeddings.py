@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.layers.fast_dropout import FastDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEmbeddings(keras.layers.Layer):
@@ -56,7 +58,7 @@ class BertEmbeddings(keras.layers.Layer):
             dtype="float32",  # numerically sensitive: float32 under mixed precision
             name="layer_norm",
         )
-        self.dropout = keras.layers.Dropout(
+        self.dropout = FastDropout(
             hidden_dropout_prob, dtype=self.dtype_policy, name="dropout"
         )
 

@@ -1,6 +1,7 @@
 """`MaskedLMHead`: predicts the original ids at the masked positions."""
 
 import keras
+import tensorflow as tf
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
@@ -76,12 +77,20 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions):
-        positions = keras.ops.cast(masked_lm_positions, "int32")[:, :, None]  # (B, P, 1)
-        x = keras.ops.take_along_axis(sequence_output, positions, axis=1)  # (B, P, H)
+        # A one-hot matmul, not a gather: its gradient is one small batched
+        # matmul instead of a scatter into a zeroed (B, S, H) tensor.
+        selector = keras.ops.one_hot(
+            keras.ops.cast(masked_lm_positions, "int32"),
+            keras.ops.shape(sequence_output)[1],
+            dtype=self.compute_dtype,
+        )  # (B, P, S)
+        x = keras.ops.matmul(selector, sequence_output)  # (B, P, H)
         x = self.dense(x)
         x = keras.ops.cast(self.layer_norm(x), self.compute_dtype)
         logits = self.word_embedding(x, reverse=True)  # (B, P, V)
-        return keras.ops.cast(logits, "float32") + self.output_bias
+        # bias_add: its gradient is TensorFlow's BiasAddGrad, faster than
+        # the generic broadcast-sum over (B, P).
+        return tf.nn.bias_add(keras.ops.cast(logits, "float32"), self.output_bias)
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.word_embedding.input_dim,)

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.layers.fast_dropout import FastDropout
+
 # B=batch, S=query positions, T=key positions, H=hidden, N=heads, D=H // N
 
 
@@ -73,7 +75,7 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
         )
-        self.dropout = keras.layers.Dropout(
+        self.dropout = FastDropout(
             attention_probs_dropout_prob, dtype=self.dtype_policy, name="dropout"
         )
 

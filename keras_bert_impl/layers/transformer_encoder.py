@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.self_attention import SelfAttention
 
 # B=batch, S=sequence, H=hidden, I=intermediate
@@ -69,7 +70,7 @@ class TransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+        self.attention_dropout = FastDropout(hidden_dropout_prob, dtype=self.dtype_policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps,
             dtype="float32",  # numerically sensitive: float32 under mixed precision
@@ -85,7 +86,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
         )
-        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, dtype=self.dtype_policy)
+        self.output_dropout = FastDropout(hidden_dropout_prob, dtype=self.dtype_policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
         )

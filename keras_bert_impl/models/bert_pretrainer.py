@@ -3,10 +3,9 @@
 import keras
 
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
-from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
+from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_backbone import check_inputs
 
 # B=batch, P=max_predictions_per_seq, V=vocab
