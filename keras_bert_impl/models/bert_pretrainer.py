@@ -45,8 +45,27 @@ def _compile_from_config(model, config):
         model.optimizer.build(model.trainable_variables)
 
 
+class _Pretrainer(keras.Model):
+    """What both pretrainers share: input checks, config, compile restore."""
+
+    def call(self, inputs, training=None, mask=None):
+        check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
+        return super().call(inputs, training=training, mask=mask)
+
+    def compile_from_config(self, config):
+        _compile_from_config(self, config)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "backbone": keras.layers.serialize(self.backbone)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPretrainer(keras.Model):
+class BertPretrainer(_Pretrainer):
     """BERT with both pretraining heads: masked LM and next sentence.
 
     Paper Sec. 3.1. Inputs are the backbone's three plus
@@ -85,10 +104,6 @@ class BertPretrainer(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
 
-    def call(self, inputs, training=None, mask=None):
-        check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
-        return super().call(inputs, training=training, mask=mask)
-
     def compile(
         self,
         optimizer="adamw",
@@ -126,20 +141,9 @@ class BertPretrainer(keras.Model):
             **kwargs,
         )
 
-    def compile_from_config(self, config):
-        _compile_from_config(self, config)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertMaskedLMPretrainer(keras.Model):
+class BertMaskedLMPretrainer(_Pretrainer):
     """BERT with the masked-LM head only (no NSP), as RoBERTa-style ablations.
 
     Same inputs as `BertPretrainer`; one output, `masked_lm` float32 logits
@@ -166,10 +170,6 @@ class BertMaskedLMPretrainer(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
 
-    def call(self, inputs, training=None, mask=None):
-        check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
-        return super().call(inputs, training=training, mask=mask)
-
     def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
         """Compiles with the masked-LM loss and accuracy by default."""
         super().compile(
@@ -180,17 +180,6 @@ class BertMaskedLMPretrainer(keras.Model):
             or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")]},
             **kwargs,
         )
-
-    def compile_from_config(self, config):
-        _compile_from_config(self, config)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 __all__ = ["BertPretrainer", "BertMaskedLMPretrainer"]
