@@ -1,0 +1,200 @@
+"""`BasicTokenizer`: the original BERT text cleaning and word splitting.
+
+Semantics of google-research/bert `tokenization.BasicTokenizer`:
+
+1. drop U+0000, U+FFFD and control/format characters (categories Cc, Cf;
+   tab, newline and carriage return count as whitespace instead), and map
+   every whitespace character (those three, space, category Zs) to a space;
+2. put spaces around CJK ideographs (the original's code-point ranges);
+3. split on whitespace; when lowercasing, lowercase each word, then NFD and
+   drop combining marks (category Mn);
+4. split every punctuation character (ASCII symbol ranges and Unicode P*)
+   into a word of its own.
+
+Each word comes back with its character span in the input string, so
+SQuAD and NER can map tokens to text.
+"""
+
+import unicodedata
+
+# The original `_is_chinese_char` ranges: CJK Unified Ideographs and their
+# extensions and compatibility blocks. Not Hangul, Hiragana or Katakana.
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def is_whitespace(char):
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def is_control(char):
+    if char in ("\t", "\n", "\r"):
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def is_punctuation(char):
+    cp = ord(char)
+    # ASCII non-letters/numbers count as punctuation ("$", "^", "`"), as the
+    # original: they are not Unicode P* but splitting them is consistent.
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def is_cjk(char):
+    cp = ord(char)
+    return any(low <= cp <= high for low, high in _CJK_RANGES)
+
+
+def _lower_with_origins(chars, origins):
+    """Lowercases a word as one string (so context rules such as the Greek
+    final sigma apply) and maps each output character to its origin."""
+    word = "".join(chars)
+    lowered = word.lower()
+    expanded = [o for c, o in zip(chars, origins) for _ in c.lower()]
+    if len(expanded) != len(lowered):  # not seen in practice; keep spans sane
+        expanded = [origins[0]] * len(lowered)
+    return lowered, expanded
+
+
+def _strip_accents_with_origins(word, origins):
+    """NFD per character, combining marks (Mn) dropped, origins kept."""
+    out_chars, out_origins = [], []
+    for char, origin in zip(word, origins):
+        for piece in unicodedata.normalize("NFD", char):
+            if unicodedata.category(piece) != "Mn":
+                out_chars.append(piece)
+                out_origins.append(origin)
+    return "".join(out_chars), out_origins
+
+
+def _strip_accents(word):
+    return "".join(
+        c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn"
+    )
+
+
+class BasicTokenizer:
+    """Cleans text and splits it into words and punctuation, as the original.
+
+    Args:
+        do_lower_case: bool. Lowercase, then strip accents (uncased models).
+        tokenize_chinese_chars: bool. Spaces around CJK ideographs.
+        normalize_nfc: bool. Apply NFC after cleaning, as Hugging Face's
+            port does (the original does not). Only changes results for
+            decomposed input (e.g. "e" + U+0301) with `do_lower_case=False`.
+    """
+
+    def __init__(self, do_lower_case=True, tokenize_chinese_chars=True, normalize_nfc=False):
+        self.do_lower_case = do_lower_case
+        self.tokenize_chinese_chars = tokenize_chinese_chars
+        self.normalize_nfc = normalize_nfc
+
+    def tokenize(self, text):
+        """Words of `text` (a list of str)."""
+        return [word for word, _ in self.tokenize_with_offsets(text)]
+
+    def tokenize_with_offsets(self, text):
+        """`[(word, (start, end)), ...]`: each word and its span in `text`.
+
+        The span covers the input characters the word came from; for a word
+        changed by lowercasing or accent stripping, `text[start:end]` is the
+        original spelling.
+        """
+        return [(w, (o[0], o[-1] + 1)) for w, o in self.tokenize_with_origins(text)]
+
+    def tokenize_with_origins(self, text):
+        """`[(word, origins), ...]`: `origins[i]` is the index in `text` of
+        the character that became `word[i]`."""
+        if isinstance(text, bytes):
+            # The original decodes with errors="ignore"; invalid bytes vanish.
+            text = text.decode("utf-8", "ignore")
+        # 1-2: clean, map whitespace, space out CJK; remember origins.
+        chars, origins = [], []
+        for i, char in enumerate(text):
+            cp = ord(char)
+            if cp == 0 or cp == 0xFFFD or is_control(char):
+                continue
+            if is_whitespace(char):
+                chars.append(" ")
+                origins.append(i)
+            elif self.tokenize_chinese_chars and is_cjk(char):
+                chars.extend((" ", char, " "))
+                origins.extend((i, i, i))
+            else:
+                chars.append(char)
+                origins.append(i)
+        words = []
+        for word_chars, word_origins in _split_on_spaces(chars, origins):
+            if self.normalize_nfc:  # NFC never joins across a space: per word is exact
+                word_chars, word_origins = _nfc_with_origins(word_chars, word_origins)
+            word = "".join(word_chars)
+            if self.do_lower_case:
+                exact = _strip_accents(word.lower())
+                lowered, lower_origins = _lower_with_origins(word_chars, word_origins)
+                word, word_origins = _strip_accents_with_origins(lowered, lower_origins)
+                if word != exact:  # canonical reordering moved marks; keep the
+                    word = exact  # exact text, spread the word's whole span
+                    word_origins = [word_origins[0] if word_origins else 0] * len(word)
+            words.extend(_split_on_punctuation(word, word_origins))
+        return [(w, o) for w, o in words if w]
+
+
+def _split_on_spaces(chars, origins):
+    """The original's `text.split()`: Python's notion of whitespace, which
+    also splits on U+2028/U+2029 (kept by the cleaning step, category Z[lp])."""
+    current, current_origins = [], []
+    for char, origin in zip(chars, origins):
+        if char.isspace():
+            if current:
+                yield current, current_origins
+            current, current_origins = [], []
+        else:
+            current.append(char)
+            current_origins.append(origin)
+    if current:
+        yield current, current_origins
+
+
+def _split_on_punctuation(word, origins):
+    pieces, current, current_origins = [], [], []
+    for char, origin in zip(word, origins):
+        if is_punctuation(char):
+            if current:
+                pieces.append(("".join(current), current_origins))
+            pieces.append((char, [origin]))
+            current, current_origins = [], []
+        else:
+            current.append(char)
+            current_origins.append(origin)
+    if current:
+        pieces.append(("".join(current), current_origins))
+    return pieces
+
+
+def _nfc_with_origins(chars, origins):
+    """NFC of one word. Composition only joins a character with the marks
+    after it, so where the length shrinks each output character is mapped to
+    its proportional input position: the word's span stays exact, inner
+    spans are approximate (only with `normalize_nfc=True` on decomposed text).
+    """
+    word = "".join(chars)
+    composed = unicodedata.normalize("NFC", word)
+    if composed == word:
+        return chars, origins
+    n_in, n_out = len(chars), len(composed)
+    mapped = [origins[min(n_in - 1, (j * n_in) // n_out)] for j in range(n_out)]
+    if mapped:
+        mapped[-1] = origins[-1]
+    return list(composed), mapped
