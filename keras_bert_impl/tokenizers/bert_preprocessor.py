@@ -1,0 +1,71 @@
+"""`BertPreprocessor`: a Keras layer from raw strings to the model's inputs."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs text in the TF graph, for `tf.data` and serving.
+
+    Same ids as `BertTokenizer` (see `GraphBertTokenizer`), packed as
+    `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` to a fixed length.
+
+    Args:
+        vocab_file: str. `vocab.txt`.
+        do_lower_case: bool. True for uncased checkpoints.
+        max_length: int. Output length, special tokens included.
+        max_input_chars_per_word: int. Longer words become [UNK].
+
+    Call arguments:
+        inputs: string tensor `(B,)`, or a pair `(texts, text_pairs)`.
+
+    Returns:
+        dict of int32 `(B, max_length)` tensors `input_word_ids`,
+        `input_mask`, `input_type_ids`.
+
+    Example:
+    >>> preprocessor = BertPreprocessor("vocab.txt", max_length=128)
+    >>> ds = ds.map(lambda text, label: (preprocessor(text), label))
+    """
+
+    def __init__(
+        self, vocab_file, do_lower_case=True, max_length=128, max_input_chars_per_word=200, **kwargs
+    ):
+        super().__init__(**kwargs)
+        if max_length < 3:
+            raise ValueError(f"`max_length` must be at least 3. Received: max_length={max_length}.")
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.max_length = max_length
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self.tokenizer = GraphBertTokenizer(
+            vocab_file, do_lower_case=do_lower_case, max_input_chars_per_word=max_input_chars_per_word
+        )
+        self.built = True
+
+    def call(self, inputs):
+        if isinstance(inputs, (tuple, list)):
+            if len(inputs) != 2:
+                raise ValueError(
+                    f"Give one string tensor or a pair (texts, text_pairs). Received {len(inputs)} inputs."
+                )
+            texts, pairs = inputs
+            return self.tokenizer.pack(
+                self.tokenizer(tf.reshape(texts, [-1])),
+                self.tokenizer(tf.reshape(pairs, [-1])),
+                self.max_length,
+            )
+        return self.tokenizer.pack(self.tokenizer(tf.reshape(inputs, [-1])), None, self.max_length)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_file=self.vocab_file,
+            do_lower_case=self.do_lower_case,
+            max_length=self.max_length,
+            max_input_chars_per_word=self.max_input_chars_per_word,
+        )
+        return config

@@ -1,0 +1,156 @@
+"""`GraphBertTokenizer`: the same tokenization as `BertTokenizer`, in the TF graph.
+
+Built from core TF string ops (RE2 regular expressions with Unicode classes,
+ICU lowercasing) and tensorflow-text (NFD normalization, regex splitting,
+WordPiece), so it runs inside `tf.data` and an exported SavedModel.
+tensorflow-text's own `BertTokenizer` is not used: its lowercasing is ICU
+NFKC case folding (full-width forms, ligatures and "ß" change; zero-width
+characters vanish) and its word limit counts bytes, not characters, so its
+ids differ from the original's on such text.
+
+Where the two paths can still disagree: characters whose Unicode category
+differs between Python's `unicodedata` and the RE2/ICU tables TensorFlow
+was built with (characters assigned in recent Unicode versions). The
+corpus test shows none on 2,053 varied strings.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_impl.tokenizers.wordpiece import load_vocab
+
+# Characters the original's `_clean_text` turns into spaces / drops.
+_WHITESPACE = r"[\t\n\r\p{Zs}]"
+_DROPPED = r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]"
+# The original's `_is_chinese_char` ranges.
+_CJK = (
+    r"([\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+    r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}])"
+)
+# The original's `_is_punctuation`: ASCII symbol ranges and Unicode P*.
+_PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
+# Python's `str.split()` whitespace left after cleaning: space, U+2028/9.
+_SPLIT = r"[ \x{2028}\x{2029}]+"
+_LONG_WORD_PLACEHOLDER = "[UNK]"
+
+
+class GraphBertTokenizer(tf.Module):
+    """In-graph BasicTokenizer + WordPiece with the original's rules.
+
+    Args:
+        vocab_file: str. `vocab.txt`.
+        do_lower_case: bool. True for uncased checkpoints.
+        max_input_chars_per_word: int. Longer words become [UNK].
+        tokenize_chinese_chars: bool. Spaces around CJK ideographs.
+
+    Call arguments:
+        strings: string tensor `(B,)` (or a Python list of str).
+
+    Returns:
+        int32 `tf.RaggedTensor` `(B, None)` of token ids.
+    """
+
+    def __init__(
+        self,
+        vocab_file,
+        do_lower_case=True,
+        max_input_chars_per_word=200,
+        tokenize_chinese_chars=True,
+        name=None,
+    ):
+        super().__init__(name=name)
+        vocab = load_vocab(vocab_file)
+        self.do_lower_case = do_lower_case
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self.tokenize_chinese_chars = tokenize_chinese_chars
+        self.vocab_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(vocab.keys())),
+                tf.constant(list(vocab.values()), tf.int64),
+            ),
+            default_value=vocab["[UNK]"],
+        )
+        self.wordpiece = tf_text.WordpieceTokenizer(
+            self.vocab_table,
+            suffix_indicator="##",
+            # The character limit is applied before, per word; this only
+            # guards WordPiece's own byte-based limit.
+            max_bytes_per_word=4 * max_input_chars_per_word + 4,
+            token_out_type=tf.int64,
+            unknown_token="[UNK]",
+        )
+        for token in ("pad", "unk", "cls", "sep", "mask"):
+            setattr(self, f"{token}_token_id", vocab[f"[{token.upper()}]"])
+
+    def words(self, strings):
+        """BasicTokenizer in the graph: `(B,)` strings -> ragged words."""
+        text = tf.convert_to_tensor(strings, tf.string)
+        # Invalid UTF-8 bytes are dropped, as the original's decode("ignore").
+        text = tf.strings.unicode_transcode(
+            text, "UTF-8", "UTF-8", errors="ignore", replace_control_characters=False
+        )
+        text = tf.strings.regex_replace(text, _WHITESPACE, " ")
+        text = tf.strings.regex_replace(text, _DROPPED, "")
+        if self.tokenize_chinese_chars:
+            text = tf.strings.regex_replace(text, _CJK, r" \1 ")
+        if self.do_lower_case:
+            text = tf.strings.lower(text, encoding="utf-8")
+            text = tf_text.normalize_utf8(text, "NFD")
+            text = tf.strings.regex_replace(text, r"\p{Mn}", "")
+        words = tf_text.regex_split(
+            text,
+            delim_regex_pattern=f"{_SPLIT}|{_PUNCTUATION}",
+            keep_delim_regex_pattern=_PUNCTUATION,
+        )
+        # The original's character (not byte) limit: too-long words -> [UNK].
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self.max_input_chars_per_word
+        return tf.where(too_long, _LONG_WORD_PLACEHOLDER, words)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, strings):
+        """`(B,)` strings -> int32 ragged ids `(B, None)`."""
+        ids = self.wordpiece.tokenize(self.words(strings))  # (B, words, pieces)
+        return tf.cast(ids.merge_dims(-2, -1), tf.int32)
+
+    def __call__(self, strings):
+        return self.tokenize(tf.convert_to_tensor(strings, tf.string))
+
+    def pack(self, ids_a, ids_b=None, max_length=128):
+        """`[CLS] A [SEP] (B [SEP])` padded to `max_length`, as `BertTokenizer`.
+
+        Truncation is the original `_truncate_seq_pair` (longest first, ties
+        trimmed from B) in closed form: B keeps `min(len_b, max(m - len_a,
+        m // 2))` tokens and A the rest of the budget `m`.
+
+        Returns:
+            dict of int32 `(B, max_length)` tensors `input_word_ids`,
+            `input_mask`, `input_type_ids`.
+        """
+        segments = [ids_a] if ids_b is None else [ids_a, ids_b]
+        budget = max_length - len(segments) - 1
+        len_a = ids_a.row_lengths()
+        if ids_b is None:
+            keep_a = tf.minimum(len_a, budget)
+        else:
+            len_b = ids_b.row_lengths()
+            keep_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
+            keep_b = tf.where(len_a + len_b <= budget, len_b, keep_b)
+            keep_a = tf.where(len_a + len_b <= budget, len_a, budget - keep_b)
+            segments[1] = _keep_first(ids_b, keep_b)
+        segments[0] = _keep_first(ids_a, keep_a)
+        ids, type_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_token_id, end_of_segment_id=self.sep_token_id
+        )
+        word_ids, mask = tf_text.pad_model_inputs(ids, max_length, pad_value=self.pad_token_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, max_length, pad_value=0)
+        return {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
+
+
+def _keep_first(ragged, counts):
+    """The first `counts[i]` values of each row `i`."""
+    positions = tf.ragged.range(ragged.row_lengths())
+    return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, positions.dtype)[:, None])
