@@ -1,0 +1,70 @@
+import gzip
+import inspect
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
+from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _stdlib_text():
+    import collections
+    import json as json_module
+    import textwrap
+
+    docs = []
+    for module in (collections, json_module, textwrap, inspect, os.path, subprocess):
+        for name in dir(module):
+            doc = inspect.getdoc(getattr(module, name, None))
+            if doc and len(doc) > 40:
+                docs.append(doc)
+    return docs
+
+
+def test_learned_vocab_layout_and_coverage(tmp_path):
+    texts = _stdlib_text()
+    tokens = learn_vocab(texts, vocab_size=800)
+    assert 700 <= len(tokens) <= 800
+    assert tokens[0] == "[PAD]" and tokens[1] == "[unused0]" and tokens[99] == "[unused98]"
+    assert tokens[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(set(tokens)) == len(tokens)
+    assert any(t.startswith("##") for t in tokens)
+    path = tmp_path / "vocab.txt"
+    write_vocab(tokens, path)
+    tokenizer = BertTokenizer(str(path))
+    assert (tokenizer.unk_token_id, tokenizer.mask_token_id) == (100, 103)
+    pieces = [p for text in texts for p in tokenizer.tokenize(text)]
+    unk_share = pieces.count("[UNK]") / len(pieces)
+    assert unk_share < 0.01, unk_share
+    words = sum(len(text.split()) for text in texts)
+    assert len(pieces) < 2.5 * words  # WordPiece, not characters
+
+
+def test_learn_vocab_bad_arguments():
+    with pytest.raises(ValueError, match="no room"):
+        learn_vocab(["a b c"], vocab_size=50)
+    with pytest.raises(ValueError, match="No words"):
+        learn_vocab(["", "   "], vocab_size=500)
+
+
+def test_learn_vocab_command_line(tmp_path):
+    plain, packed = tmp_path / "a.txt", tmp_path / "b.txt.gz"
+    texts = _stdlib_text()
+    plain.write_text("\n".join(texts[: len(texts) // 2]), encoding="utf-8")
+    with gzip.open(packed, "wt", encoding="utf-8") as f:
+        f.write("\n".join(texts[len(texts) // 2:]))
+    out = tmp_path / "vocab" / "vocab.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "training.learn_vocab", f"--input={tmp_path}/*.txt,{packed}",
+         f"--output={out}", "--vocab_size=600"],
+        cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(lines) <= 600
