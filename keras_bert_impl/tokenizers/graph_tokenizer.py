@@ -37,8 +37,12 @@ _PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
 _LONG_WORD_PLACEHOLDER = "[UNK]"
 
 
-def basic_tokenize(strings, do_lower_case=True, tokenize_chinese_chars=True):
-    """The original BasicTokenizer in TF ops: `(B,)` strings -> ragged words."""
+def basic_tokenize(strings, do_lower_case=True, tokenize_chinese_chars=True, normalize_nfc=False):
+    """The original BasicTokenizer in TF ops: `(B,)` strings -> ragged words.
+
+    `normalize_nfc=True` adds the NFC step of Hugging Face's port, as
+    `BasicTokenizer(normalize_nfc=True)` does in Python.
+    """
     text = tf.convert_to_tensor(strings, tf.string)
     # Invalid UTF-8 bytes are dropped, as the original's decode("ignore").
     text = tf.strings.unicode_transcode(
@@ -48,6 +52,8 @@ def basic_tokenize(strings, do_lower_case=True, tokenize_chinese_chars=True):
     text = tf.strings.regex_replace(text, _DROPPED, "")
     if tokenize_chinese_chars:
         text = tf.strings.regex_replace(text, _CJK, r" \1 ")
+    if normalize_nfc:
+        text = tf_text.normalize_utf8(text, "NFC")
     if do_lower_case:
         text = tf.strings.lower(text, encoding="utf-8")
         text = tf_text.normalize_utf8(text, "NFD")
@@ -67,6 +73,8 @@ class GraphBertTokenizer(tf.Module):
         do_lower_case: bool. True for uncased checkpoints.
         max_input_chars_per_word: int. Longer words become [UNK].
         tokenize_chinese_chars: bool. Spaces around CJK ideographs.
+        normalize_nfc: bool. Hugging Face's extra NFC step; off, as the
+            original.
 
     Call arguments:
         strings: string tensor `(B,)` (or a Python list of str).
@@ -81,10 +89,12 @@ class GraphBertTokenizer(tf.Module):
         do_lower_case=True,
         max_input_chars_per_word=200,
         tokenize_chinese_chars=True,
+        normalize_nfc=False,
         name=None,
     ):
         super().__init__(name=name)
         vocab = load_vocab(vocab_file)
+        self.normalize_nfc = normalize_nfc
         self.do_lower_case = do_lower_case
         self.max_input_chars_per_word = max_input_chars_per_word
         self.tokenize_chinese_chars = tokenize_chinese_chars
@@ -111,7 +121,9 @@ class GraphBertTokenizer(tf.Module):
 
     def words(self, strings):
         """BasicTokenizer in the graph, words over the limit as "[UNK]"."""
-        words = basic_tokenize(strings, self.do_lower_case, self.tokenize_chinese_chars)
+        words = basic_tokenize(
+            strings, self.do_lower_case, self.tokenize_chinese_chars, self.normalize_nfc
+        )
         # The original's character (not byte) limit: too-long words -> [UNK].
         # On the flat values: ragged dispatch of tf.where costs more than the
         # whole WordPiece step.
