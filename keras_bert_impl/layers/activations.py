@@ -2,7 +2,7 @@
 
 GELU's forward pass is TensorFlow's own `tf.nn.gelu`, which grappler fuses
 with the preceding MatMul + BiasAdd into one oneDNN kernel on CPU. Its
-gradient, left to autodiff, is a dozen separate elementwise kernels, each a
+gradient, left to autodiff, is many separate elementwise kernels, each a
 full pass over the (B*S, 4H) activations; we give GELU a custom gradient that
 XLA compiles into one fused loop (only the backward pass is compiled, so
 exported inference graphs need no XLA). Under `jit_compile=True` the whole

@@ -25,9 +25,8 @@ class SelfAttention(keras.layers.Layer):
     queries, keys and values from one input, padding keys masked with -10000,
     dropout on the attention probabilities, then the output projection.
 
-    Query, key and value are one fused `(H, 3H)` projection: one large matmul
-    instead of three small ones is the main reason this layer beats keras'
-    `MultiHeadAttention` on CPU. The checkpoint converters split it back into
+    Query, key and value are one fused `(H, 3H)` projection: one larger
+    matmul instead of three. The checkpoint converters split it back into
     the original `query`, `key`, `value` tensors.
 
     Args:
