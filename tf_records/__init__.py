@@ -1,0 +1,1 @@
+"""Pretraining data: text -> NSP pairs + MLM masking -> sharded TFRecords -> tf.data."""

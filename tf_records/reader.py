@@ -1,0 +1,126 @@
+"""Pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
+
+import hashlib
+import json
+import os
+
+import tensorflow as tf
+
+from tf_records.schema import MANIFEST_FILE
+from tf_records.schema import RecordSchema
+from tf_records.schema import to_model_inputs
+
+
+def read_manifest(path):
+    """`manifest.json` (or its folder) -> dict; clear error if missing/bad."""
+    if os.path.isdir(path):
+        path = os.path.join(path, MANIFEST_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"No manifest at {path}: was the writer interrupted?") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from None
+    manifest["folder"] = os.path.dirname(os.path.abspath(path))
+    return manifest
+
+
+def check_schema(manifest, model_config=None, schema=None):
+    """Raises `ValueError` naming the first value the data and model disagree on."""
+    data = manifest["schema"]
+    if schema is not None:
+        for key, value in (("max_seq_length", schema.max_seq_length),
+                           ("max_predictions_per_seq", schema.max_predictions_per_seq)):
+            if data[key] != value:
+                raise ValueError(f"The data has {key}={data[key]}, but {value} was asked for.")
+    if model_config is not None and data["max_seq_length"] > model_config.max_position_embeddings:
+        raise ValueError(
+            f"The data has max_seq_length={data['max_seq_length']}, longer than the model's "
+            f"max_position_embeddings={model_config.max_position_embeddings}.")
+
+
+def verify_shards(manifest):
+    """Checks every shard's sha256 against the manifest; names a bad file."""
+    for shard in manifest["shards"]:
+        path = os.path.join(manifest["folder"], shard["file"])
+        if not os.path.exists(path):
+            raise ValueError(f"Shard {path} listed in the manifest is missing.")
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != shard["sha256"]:
+            raise ValueError(f"Shard {path} is corrupt: its sha256 differs from the manifest's.")
+
+
+def pretraining_dataset(
+    source,
+    batch_size,
+    schema=None,
+    input_context=None,
+    shuffle_buffer=10_000,
+    seed=0,
+    repeat=True,
+    verify_checksums=False,
+    model_config=None,
+):
+    """Batches of `(x, y, sample_weight)` for `BertPretrainer.fit`.
+
+    Args:
+        source: a folder or `manifest.json` from our writer, or a file
+            pattern of TFRecords (e.g. made by the original script; then
+            `schema` gives the lengths).
+        batch_size: int. Per input pipeline (per worker under a strategy).
+        schema: `RecordSchema`; read from the manifest when there is one.
+        input_context: `tf.distribute.InputContext`; files are split
+            between pipelines, each file read by exactly one.
+        shuffle_buffer: int. Examples in the shuffle buffer (0: no shuffle).
+        seed: int. File order and shuffle seed (deterministic).
+        repeat: bool. Repeat forever (training) or one pass.
+        verify_checksums: bool. Check every shard's sha256 first.
+        model_config: optional `BertConfig` to check the data against.
+    """
+    manifest_path = source if os.path.isdir(source) else None
+    if source.endswith(".json"):
+        manifest_path = source
+    if manifest_path:
+        manifest = read_manifest(manifest_path)
+        check_schema(manifest, model_config, schema)
+        schema = RecordSchema(**manifest["schema"])
+        if verify_checksums:
+            verify_shards(manifest)
+        files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+    else:
+        files = sorted(tf.io.gfile.glob(source))
+        schema = schema or RecordSchema()
+    if not files:
+        raise ValueError(f"No TFRecord files in {source}.")
+    if input_context is not None:
+        n = input_context.num_input_pipelines
+        if len(files) < n:
+            raise ValueError(
+                f"{len(files)} files cannot feed {n} input pipelines: each pipeline needs "
+                "its own files. Write more shards (smaller --documents_per_block).")
+        files = files[input_context.input_pipeline_id::n]
+    spec = schema.feature_spec()
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle_buffer:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=min(len(files), 8),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed)
+    ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch
+    ds = ds.map(
+        lambda records: to_model_inputs(tf.io.parse_example(records, spec)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    return ds.prefetch(tf.data.AUTOTUNE)
