@@ -270,3 +270,35 @@ def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
     verify_shards(manifest)
     assert len(manifest["shards"]) == 10
     assert not [n for n in os.listdir(out) if n.startswith(".tmp")]
+
+
+def test_dynamic_masking_in_pipeline(corpus, tmp_path):
+    folder = str(tmp_path / "unmasked")
+    # One shard, so the pipeline's order is the file's order.
+    write_pretraining_data([corpus], VOCAB, folder, InstanceConfig(unmasked=True),
+                           WriterConfig(dupe_factor=1, documents_per_block=1000), progress=False)
+    raw = _records(folder)
+    assert raw["masked_lm_weights"].sum() == 0 and not (raw["input_ids"] == MASK).any()
+    ds = pretraining_dataset(folder, 64, shuffle_buffer=0, repeat=False, seed=3)
+    epochs = []
+    for _ in range(2):
+        batches = list(ds)
+        epochs.append(np.concatenate([x["masked_lm_positions"].numpy() for x, _, _ in batches]))
+    assert not np.array_equal(epochs[0], epochs[1])  # a new mask each epoch
+    x = {k: np.concatenate([b[0][k].numpy() for b in batches]) for k in batches[0][0]}
+    y = np.concatenate([b[1]["masked_lm"].numpy() for b in batches])
+    w = np.concatenate([b[2]["masked_lm"].numpy() for b in batches])
+    original = raw["input_ids"][: len(y)]
+    tokens = x["input_mask"].sum()
+    assert abs(w.sum() / tokens - 0.15) < 0.01, w.sum() / tokens
+    rows, cols = np.nonzero(w)
+    positions = x["masked_lm_positions"][rows, cols]
+    np.testing.assert_array_equal(y[rows, cols], original[rows, positions])  # labels = originals
+    shown = x["input_word_ids"][rows, positions]
+    assert abs(np.mean(shown == MASK) - 0.8) < 0.03
+    assert not np.isin(y[rows, cols], [CLS, SEP, PAD]).any()
+    unmasked_spots = np.ones_like(original, bool)
+    unmasked_spots[rows, positions] = False
+    np.testing.assert_array_equal(x["input_word_ids"][unmasked_spots], original[unmasked_spots])
+    with pytest.raises(ValueError, match="unmasked records"):
+        pretraining_dataset(folder, 4, dynamic_masking=False)

@@ -28,6 +28,8 @@ flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target lengt
 flags.DEFINE_bool("exact_nsp", False, "Fair coin for every NSP pair (fixes the >50% quirk).")
 flags.DEFINE_bool("random_token_excludes_special", False,
                   "Never replace with a special token (fixes the original's quirk).")
+flags.DEFINE_bool("unmasked", False,
+                  "Write no masks; the reader then masks anew every epoch (dynamic masking).")
 flags.DEFINE_integer("documents_per_block", 2000, "Documents per block (= per shard).")
 flags.DEFINE_integer("num_workers", 1, "Worker processes.")
 
@@ -53,6 +55,7 @@ def main(argv):
             do_whole_word_mask=FLAGS.do_whole_word_mask,
             exact_nsp=FLAGS.exact_nsp,
             random_token_excludes_special=FLAGS.random_token_excludes_special,
+            unmasked=FLAGS.unmasked,
         ),
         WriterConfig(
             dupe_factor=FLAGS.dupe_factor,

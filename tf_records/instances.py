@@ -31,6 +31,8 @@ class InstanceConfig:
     do_whole_word_mask: bool = False
     exact_nsp: bool = False
     random_token_excludes_special: bool = False
+    # Write no masks; the reader masks anew each epoch (dynamic masking).
+    unmasked: bool = False
 
     def __post_init__(self):
         if self.max_seq_length < 5:
@@ -180,8 +182,11 @@ def create_instances_from_document(documents, document_index, config, vocab, rng
                 if tokens_a and tokens_b:
                     token_ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
                     segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
-                    output, positions, labels = create_masked_lm_predictions(
-                        token_ids, config, vocab, rng)
+                    if config.unmasked:
+                        output, positions, labels = token_ids, [], []
+                    else:
+                        output, positions, labels = create_masked_lm_predictions(
+                            token_ids, config, vocab, rng)
                     instances.append(Instance(output, segment_ids, is_random_next, positions, labels))
             chunk = []
             chunk_length = 0

@@ -6,6 +6,7 @@ import os
 
 import tensorflow as tf
 
+from tf_records.dynamic_masking import mask_batch
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import RecordSchema
 from tf_records.schema import to_model_inputs
@@ -64,6 +65,7 @@ def pretraining_dataset(
     repeat=True,
     verify_checksums=False,
     model_config=None,
+    dynamic_masking=None,
 ):
     """Batches of `(x, y, sample_weight)` for `BertPretrainer.fit`.
 
@@ -80,6 +82,9 @@ def pretraining_dataset(
         repeat: bool. Repeat forever (training) or one pass.
         verify_checksums: bool. Check every shard's sha256 first.
         model_config: optional `BertConfig` to check the data against.
+        dynamic_masking: bool. Mask in the pipeline, anew each epoch; by
+            default on exactly when the manifest says the records are
+            unmasked. Needs a manifest (vocabulary size and special ids).
     """
     manifest_path = source if os.path.isdir(source) else None
     if source.endswith(".json"):
@@ -91,7 +96,14 @@ def pretraining_dataset(
         if verify_checksums:
             verify_shards(manifest)
         files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+        unmasked = manifest["instance_config"].get("unmasked", False)
+        if dynamic_masking is None:
+            dynamic_masking = unmasked
+        if unmasked and not dynamic_masking:
+            raise ValueError(f"{source} holds unmasked records: use dynamic_masking=True.")
     else:
+        if dynamic_masking:
+            raise ValueError("dynamic_masking needs a manifest (vocabulary size and special ids).")
         files = sorted(tf.io.gfile.glob(source))
         schema = schema or RecordSchema()
     if not files:
@@ -118,9 +130,23 @@ def pretraining_dataset(
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
     ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch
-    ds = ds.map(
-        lambda records: to_model_inputs(tf.io.parse_example(records, spec)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
+    if dynamic_masking:
+        ids = manifest["special_ids"]
+        masking = manifest["instance_config"]
+        # One seed per batch, drawn in order (a sequential map) from a
+        # generator whose state survives new iterators: new masks every
+        # epoch, the same sequence for the same `seed`.
+        generator = tf.random.Generator.from_seed(seed)
+        ds = ds.map(lambda records: (records, generator.make_seeds(1)[:, 0]))
+
+        def parse(records, batch_seed):
+            features = mask_batch(
+                tf.io.parse_example(records, spec), batch_seed, manifest["vocab_size"],
+                ids["cls"], ids["sep"], ids["mask"], masking["masked_lm_prob"],
+                schema.max_predictions_per_seq)
+            return to_model_inputs(features)
+    else:
+        def parse(records):
+            return to_model_inputs(tf.io.parse_example(records, spec))
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)

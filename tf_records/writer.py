@@ -172,11 +172,16 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
         print(file=sys.stderr)
     with open(vocab_file, "rb") as f:
         vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
+    from keras_bert_impl.tokenizers import load_vocab
+
+    vocab = load_vocab(vocab_file)
     manifest = {
         "version": MANIFEST_VERSION,
         "schema": dataclasses.asdict(RecordSchema(
             instance_config.max_seq_length, instance_config.max_predictions_per_seq)),
         "vocab_sha256": vocab_sha256,
+        "vocab_size": max(vocab.values()) + 1,
+        "special_ids": {name: vocab[f"[{name.upper()}]"] for name in ("pad", "cls", "sep", "mask")},
         "do_lower_case": writer_config.do_lower_case,
         "instance_config": dataclasses.asdict(instance_config),
         "writer_config": {k: v for k, v in dataclasses.asdict(writer_config).items()
