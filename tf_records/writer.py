@@ -4,7 +4,8 @@ Streaming and parallel, deterministic for a seed whatever the number of
 workers: documents are grouped, in file order, into blocks of
 `documents_per_block`; each block is one shard, made by the original
 algorithm (shuffle documents, `dupe_factor` passes, shuffle instances) with
-a random generator seeded by (seed, block index). Memory is bounded by the
+a random generator seeded by (seed, block index); block 0 by the seed alone,
+as the original, so a corpus that fits one block gives its exact instances. Memory is bounded by the
 blocks in flight, not the corpus. The one difference from the original
 script, which holds the whole corpus: a "random next" segment is drawn from
 the same block (thousands of documents), not from the whole corpus.
@@ -109,7 +110,10 @@ def _write_block(job):
         segments = [s for s in ids[cursor:cursor + len(document)] if s]
         cursor += len(document)
         documents.append(segments)
-    rng = random.Random(f"{writer_config.random_seed}-{index}")
+    # Block 0 is seeded exactly as the original seeds its one generator, so a
+    # corpus that fits one block gives the original script's instances.
+    seed = writer_config.random_seed if index == 0 else f"{writer_config.random_seed}-{index}"
+    rng = random.Random(seed)
     instances = create_instances(
         documents, instance_config, VocabInfo.from_vocab(vocab), writer_config.dupe_factor, rng)
     name = f"shard-{index:05d}.tfrecord"
