@@ -57,13 +57,11 @@ class VocabInfo:
 
     @classmethod
     def from_vocab(cls, vocab):
-        tokens = sorted(vocab, key=vocab.get)
         size = max(vocab.values()) + 1
         is_subword = [False] * size
         for token, index in vocab.items():
             is_subword[index] = token.startswith("##")
         special = frozenset(i for t, i in vocab.items() if t.startswith("[") and t.endswith("]"))
-        del tokens
         return cls(vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"], size, tuple(is_subword), special)
 
 

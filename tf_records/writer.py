@@ -98,11 +98,13 @@ def _write_block(job):
     from keras_bert_impl.tokenizers import load_vocab
 
     index, block, vocab_file, output_dir, instance_config, writer_config = job
-    vocab = load_vocab(vocab_file)
-    tokenizer = _TOKENIZERS.get(vocab_file)
-    if tokenizer is None:
-        tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=writer_config.do_lower_case)
-        _TOKENIZERS[vocab_file] = tokenizer
+    key = (vocab_file, writer_config.do_lower_case)
+    if key not in _TOKENIZERS:  # once per worker process, not per block
+        _TOKENIZERS[key] = (
+            GraphBertTokenizer(vocab_file, do_lower_case=writer_config.do_lower_case),
+            VocabInfo.from_vocab(load_vocab(vocab_file)),
+        )
+    tokenizer, vocab_info = _TOKENIZERS[key]
     lines = [line for document in block for line in document]
     ids = tokenizer.tokenize(tf.constant(lines)).to_list() if lines else []
     documents, cursor = [], 0
@@ -115,7 +117,7 @@ def _write_block(job):
     seed = writer_config.random_seed if index == 0 else f"{writer_config.random_seed}-{index}"
     rng = random.Random(seed)
     instances = create_instances(
-        documents, instance_config, VocabInfo.from_vocab(vocab), writer_config.dupe_factor, rng)
+        documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
     name = f"shard-{index:05d}.tfrecord"
     tmp = os.path.join(output_dir, f".tmp-{name}")
     s, p = instance_config.max_seq_length, instance_config.max_predictions_per_seq
