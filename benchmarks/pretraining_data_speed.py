@@ -12,7 +12,6 @@ Last, the reader's batches/s against the `small` model's train step.
 No code of the original is copied here; its folder is an argument.
 """
 
-import json
 import os
 import subprocess
 import sys

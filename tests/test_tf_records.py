@@ -224,10 +224,18 @@ def test_corrupt_shard_is_named(written, tmp_path):
     shard = os.path.join(copy, read_manifest(copy)["shards"][1]["file"])
     with open(shard, "r+b") as f:
         f.truncate(os.path.getsize(shard) // 2)
+    with pytest.raises(ValueError, match=f"Shard {shard} is truncated"):
+        pretraining_dataset(copy, 4)  # framing is checked by default
+    # A flipped byte keeps the framing: the sha256 check names the file.
+    with open(os.path.join(written, os.path.basename(shard)), "rb") as f:
+        data = bytearray(f.read())
+    data[100] ^= 0xFF
+    with open(shard, "wb") as f:
+        f.write(data)
     with pytest.raises(ValueError, match=f"Shard {shard} is corrupt"):
         pretraining_dataset(copy, 4, verify_checksums=True)
     ds = pretraining_dataset(copy, 64, shuffle_buffer=0, repeat=False)
-    with pytest.raises(tf.errors.DataLossError):  # never a silent skip
+    with pytest.raises(tf.errors.DataLossError):  # unverified: TF's CRC check, never a skip
         for _ in ds:
             pass
 

@@ -41,6 +41,36 @@ def check_schema(manifest, model_config=None, schema=None):
             f"max_position_embeddings={model_config.max_position_embeddings}.")
 
 
+def check_shard_framing(manifest):
+    """Walks each shard's record headers (12 bytes per record, no payload
+    read) and checks the record count against the manifest, so a truncated
+    or cut-short shard is named before training instead of failing later
+    with TensorFlow's "truncated record" error, which names no file."""
+    for shard in manifest["shards"]:
+        path = os.path.join(manifest["folder"], shard["file"])
+        try:
+            size = os.path.getsize(path)
+        except FileNotFoundError:
+            raise ValueError(f"Shard {path} listed in the manifest is missing.") from None
+        count, offset = 0, 0
+        with open(path, "rb") as f:
+            while offset < size:
+                header = f.read(8)
+                if len(header) < 8:
+                    break
+                length = int.from_bytes(header, "little")
+                offset += 8 + 4 + length + 4  # length, its CRC, data, data CRC
+                if offset > size:
+                    raise ValueError(
+                        f"Shard {path} is truncated: record {count} ends at byte {offset}, "
+                        f"the file has {size}.")
+                f.seek(offset)
+                count += 1
+        if count != shard["records"] or offset != size:
+            raise ValueError(
+                f"Shard {path} holds {count} whole records; the manifest says {shard['records']}.")
+
+
 def verify_shards(manifest):
     """Checks every shard's sha256 against the manifest; names a bad file."""
     for shard in manifest["shards"]:
@@ -80,7 +110,8 @@ def pretraining_dataset(
         shuffle_buffer: int. Examples in the shuffle buffer (0: no shuffle).
         seed: int. File order and shuffle seed (deterministic).
         repeat: bool. Repeat forever (training) or one pass.
-        verify_checksums: bool. Check every shard's sha256 first.
+        verify_checksums: bool. Check every shard's sha256 first (record
+            framing and counts are always checked when there is a manifest).
         model_config: optional `BertConfig` to check the data against.
         dynamic_masking: bool. Mask in the pipeline, anew each epoch; by
             default on exactly when the manifest says the records are
@@ -93,6 +124,7 @@ def pretraining_dataset(
         manifest = read_manifest(manifest_path)
         check_schema(manifest, model_config, schema)
         schema = RecordSchema(**manifest["schema"])
+        check_shard_framing(manifest)
         if verify_checksums:
             verify_shards(manifest)
         files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
