@@ -1,6 +1,5 @@
 """Pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
 
-import hashlib
 import json
 import os
 
@@ -9,6 +8,7 @@ import tensorflow as tf
 from tf_records.dynamic_masking import mask_batch
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import RecordSchema
+from tf_records.schema import file_sha256
 from tf_records.schema import to_model_inputs
 
 
@@ -77,11 +77,7 @@ def verify_shards(manifest):
         path = os.path.join(manifest["folder"], shard["file"])
         if not os.path.exists(path):
             raise ValueError(f"Shard {path} listed in the manifest is missing.")
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        if digest.hexdigest() != shard["sha256"]:
+        if file_sha256(path) != shard["sha256"]:
             raise ValueError(f"Shard {path} is corrupt: its sha256 differs from the manifest's.")
 
 

@@ -7,6 +7,7 @@ names to the model's (`input_ids` -> `input_word_ids`, `segment_ids` ->
 """
 
 import dataclasses
+import hashlib
 
 import tensorflow as tf
 
@@ -37,6 +38,15 @@ class RecordSchema:
             "masked_lm_weights": tf.io.FixedLenFeature([p], tf.float32),
             "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
         }
+
+
+def file_sha256(path):
+    """Hex sha256 of a file, as the manifest records each shard's."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def encode_example(input_ids, input_mask, segment_ids, positions, label_ids, weights, next_label):

@@ -17,7 +17,6 @@ manifest that looks whole.
 
 import dataclasses
 import gzip
-import hashlib
 import json
 import multiprocessing
 import os
@@ -31,6 +30,7 @@ from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import RecordSchema
 from tf_records.schema import encode_example
+from tf_records.schema import file_sha256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,14 +80,6 @@ def _blocks(paths, documents_per_block):
         yield block
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _write_block(job):
     """Worker: tokenize one block, create instances, write its shard."""
     import random
@@ -135,7 +127,7 @@ def _write_block(job):
             ))
     os.replace(tmp, os.path.join(output_dir, name))
     size = sum(len(line.encode()) + 1 for line in lines)
-    return {"file": name, "records": len(instances), "sha256": _sha256(os.path.join(output_dir, name)),
+    return {"file": name, "records": len(instances), "sha256": file_sha256(os.path.join(output_dir, name)),
             "documents": len(block), "bytes": size}
 
 
@@ -176,8 +168,7 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
                   f"{megabytes / elapsed:.2f} MB/s", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
-    with open(vocab_file, "rb") as f:
-        vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
+    vocab_sha256 = file_sha256(vocab_file)
     from keras_bert_impl.tokenizers import load_vocab
 
     vocab = load_vocab(vocab_file)
