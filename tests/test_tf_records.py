@@ -310,3 +310,18 @@ def test_dynamic_masking_in_pipeline(corpus, tmp_path):
     np.testing.assert_array_equal(x["input_word_ids"][unmasked_spots], original[unmasked_spots])
     with pytest.raises(ValueError, match="unmasked records"):
         pretraining_dataset(folder, 4, dynamic_masking=False)
+
+
+def test_fast_shuffle_draws_like_random_shuffle():
+    import random
+
+    from tf_records.instances import _shuffle
+
+    for seed in range(300):
+        a = list(range(seed % 157))
+        b = list(a)
+        r1, r2 = random.Random(seed), random.Random(seed)
+        r1.shuffle(a)
+        _shuffle(b, r2)
+        assert a == b
+        assert r1.random() == r2.random()  # the generator is left in the same state

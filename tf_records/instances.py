@@ -18,6 +18,7 @@ Everything works on ids: `is_subword[id]` says whether a token starts with
 """
 
 import dataclasses
+import random
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,20 +85,46 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
             trunc.pop()
 
 
+def _shuffle(items, rng):
+    """`rng.shuffle(items)`, same draws and result, ~2x faster.
+
+    CPython's `Random.shuffle` draws `_randbelow(i + 1)` for i from the end;
+    inlined here (the masking shuffle is the writer's hot spot). Used only
+    for a plain `random.Random`, whose `_randbelow` this reproduces.
+    """
+    if type(rng) is not random.Random or (
+        random.Random._randbelow is not random.Random._randbelow_with_getrandbits
+    ):
+        rng.shuffle(items)
+        return
+    getrandbits = rng.getrandbits
+    for i in range(len(items) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        items[i], items[j] = items[j], items[i]
+
+
 def create_masked_lm_predictions(token_ids, config, vocab, rng):
     """Masks ~`masked_lm_prob` of the tokens, never [CLS] or [SEP].
 
     Returns `(output_ids, positions, label_ids)`, positions ascending.
     """
     candidates = []
-    for i, token in enumerate(token_ids):
-        if token in (vocab.cls_id, vocab.sep_id):
-            continue
-        if config.do_whole_word_mask and candidates and vocab.is_subword[token]:
-            candidates[-1].append(i)
-        else:
-            candidates.append([i])
-    rng.shuffle(candidates)
+    cls_id, sep_id = vocab.cls_id, vocab.sep_id
+    if config.do_whole_word_mask:
+        for i, token in enumerate(token_ids):
+            if token == cls_id or token == sep_id:
+                continue
+            if candidates and vocab.is_subword[token]:
+                candidates[-1].append(i)
+            else:
+                candidates.append([i])
+    else:  # one-element groups; same draws as the original's [i] lists
+        candidates = [(i,) for i, t in enumerate(token_ids) if t != cls_id and t != sep_id]
+    _shuffle(candidates, rng)
     output = list(token_ids)
     num_to_predict = min(
         config.max_predictions_per_seq, max(1, int(round(len(token_ids) * config.masked_lm_prob)))
