@@ -49,7 +49,7 @@ def _jit(value):
     return {"auto": "auto", "true": True, "false": False}[value]
 
 
-def _batch(config, batch_size, seq_length, predictions):
+def _batch(batch_size, seq_length, predictions):
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -179,7 +179,7 @@ def run_single(spec):
     import numpy as np
     import tensorflow as tf
 
-    b = _batch(None, spec["batch_size"], spec["seq_length"], spec["predictions"])
+    b = _batch(spec["batch_size"], spec["seq_length"], spec["predictions"])
     runs = {}
     for impl, build in (("keras_hub", _keras_hub), ("ours", _ours)):
         model, data, compile_args = build(spec["preset"], spec["precision"], b)

@@ -81,7 +81,9 @@ def main(argv):
     vocab_file = FLAGS.vocab_file or os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
     vocab_file = vocab_file if os.path.exists(vocab_file) else None
     model = load(path, fmt)
-    config = model.bert_config if hasattr(model, "bert_config") else model.backbone.bert_config
+    from keras_bert_impl.checkpoints.google_names import backbone_of
+
+    config = backbone_of(model).bert_config
     print(f"Loaded {type(model).__name__} ({fmt}): {config}")
     print(f"Parameters: {model.count_params():,}")
     x = sample_inputs(model)

@@ -2,8 +2,6 @@
 
 import collections
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
 
 def load_vocab(path):
     """`vocab.txt` (one token per line, id = line number) -> {token: id}.

@@ -20,10 +20,7 @@ def derive_cased_vocab(uncased_path, out_path):
     for token in tokens:
         if token.startswith("[") or not token.isalpha():
             continue
-        forms = [token.capitalize(), token.upper()]
-        if token.startswith("##"):
-            continue
-        for form in forms:
+        for form in (token.capitalize(), token.upper()):
             if form not in seen:
                 seen.add(form)
                 extra.append(form)
