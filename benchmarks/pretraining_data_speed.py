@@ -6,8 +6,10 @@ The original script runs unchanged under a shim (`tensorflow.compat.v1`
 installed as `tensorflow`; it needs the `six` package), on the same corpus
 (Python standard-library docstrings, one sentence per line, ~2.3 MB, and
 4x that), vocabulary (all-MiniLM-L6-v2's) and flags. Prints instances/s,
-ratios and peak RSS. Then checks fidelity: ours with the whole corpus in
-one block must give the original's records exactly (compared parsed).
+ratios and peak RSS, for our default (vectorized masking) and `original_rng`.
+Then checks fidelity: ours with the whole corpus in
+one block and `original_rng=True` must give the original's records exactly
+(compared parsed).
 Last, the reader's batches/s against the `small` model's train step.
 No code of the original is copied here; its folder is an argument.
 """
@@ -50,7 +52,7 @@ sys.path.insert(0, {root!r})
 from tf_records.instances import InstanceConfig
 from tf_records.writer import WriterConfig, write_pretraining_data
 start = time.time()
-m = write_pretraining_data([{corpus!r}], {vocab!r}, {out!r}, InstanceConfig(),
+m = write_pretraining_data([{corpus!r}], {vocab!r}, {out!r}, InstanceConfig(original_rng={exact}),
     WriterConfig(dupe_factor={dupe}, num_workers={workers}, documents_per_block={block}), progress=False)
 print("RESULT", time.time() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, sum(s["records"] for s in m["shards"]))
@@ -131,28 +133,30 @@ def main(argv):
                 f"--vocab_file={vocab}", "--do_lower_case=True", f"--dupe_factor={FLAGS.dupe_factor}"]
         original_time, original_rss = run(_SHIM.format(dir=FLAGS.original_dir, args=args))
         original_records = count_records(f"{work}/original{scale}.tfrecord")
-        ours_time, ours_rss, child_rss, ours_records = run(_OURS.format(
-            root=ROOT, corpus=corpus, vocab=vocab, out=f"{work}/ours{scale}", dupe=FLAGS.dupe_factor,
-            workers=FLAGS.num_workers, block=2000))
         print(f"{FLAGS.mb * scale:.1f} MB, {documents} documents:")
-        print(f"  original  {original_records:8d} instances {original_time:7.1f} s "
+        print(f"  original               {original_records:8d} instances {original_time:7.1f} s "
               f"{original_records / original_time:9.0f} inst/s  peak RSS {original_rss / 1024:.0f} MB")
-        print(f"  ours x{FLAGS.num_workers}   {int(ours_records):8d} instances {ours_time:7.1f} s "
-              f"{ours_records / ours_time:9.0f} inst/s  peak RSS main {ours_rss / 1024:.0f} MB, "
-              f"largest worker {child_rss / 1024:.0f} MB")
-        print(f"  ratio (instances/s): {(ours_records / ours_time) / (original_records / original_time):.2f}x",
-              flush=True)
-    # Fidelity: the whole corpus in one block, one worker -> the original's records.
+        for exact in (False, True):
+            ours_time, ours_rss, child_rss, ours_records = run(_OURS.format(
+                root=ROOT, corpus=corpus, vocab=vocab, out=f"{work}/ours{scale}{exact}",
+                dupe=FLAGS.dupe_factor, workers=FLAGS.num_workers, block=2000, exact=exact))
+            name = "original_rng" if exact else "vectorized  "
+            print(f"  ours x{FLAGS.num_workers} {name}  {int(ours_records):8d} instances "
+                  f"{ours_time:7.1f} s {ours_records / ours_time:9.0f} inst/s  peak RSS main "
+                  f"{ours_rss / 1024:.0f} MB, largest worker {child_rss / 1024:.0f} MB  ratio "
+                  f"{(ours_records / ours_time) / (original_records / original_time):.2f}x", flush=True)
+    # Fidelity: the whole corpus in one block, one worker, the original's
+    # per-token draws -> the original's records.
     corpus = os.path.join(work, "corpus1.txt")
     run(_OURS.format(root=ROOT, corpus=corpus, vocab=vocab, out=f"{work}/exact", dupe=FLAGS.dupe_factor,
-                     workers=1, block=10**9))
+                     workers=1, block=10**9, exact=True))
     import numpy as np
 
     ours = parsed_records(sorted(tf_glob(f"{work}/exact/shard-*.tfrecord")))
     original = parsed_records([f"{work}/original1.tfrecord"])
     print(f"one block vs original: {len(ours)} vs {len(original)} records, identical: "
           f"{ours.shape == original.shape and bool(np.array_equal(ours, original))}")
-    reader_speed(f"{work}/ours1")
+    reader_speed(f"{work}/ours1False")
 
 
 def tf_glob(pattern):

@@ -72,13 +72,26 @@ def written(corpus, tmp_path_factory):
     return folder
 
 
-def test_masking_statistics(written):
-    r = _records(written)
+@pytest.fixture(scope="module")
+def written_original_rng(corpus, tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("records_original_rng"))
+    write_pretraining_data([corpus], VOCAB, folder, InstanceConfig(original_rng=True),
+                           WriterConfig(dupe_factor=3, documents_per_block=150), progress=False)
+    return folder
+
+
+@pytest.mark.parametrize("mode", ["vectorized", "original_rng"])
+def test_masking_statistics(mode, written, written_original_rng):
+    r = _records(written if mode == "vectorized" else written_original_rng)
     tokens = r["input_mask"].sum()
     weights = r["masked_lm_weights"]
     masked = int(weights.sum())
     assert tokens > 100_000, tokens
     assert abs(masked / tokens - 0.15) < 0.005, masked / tokens
+    # Every row masks exactly its budget min(20, max(1, round(len * 0.15))).
+    lengths = r["input_mask"].sum(1)
+    budget = np.minimum(20, np.maximum(1, np.round(lengths * 0.15)))
+    np.testing.assert_array_equal(weights.sum(1), budget)
     real = weights > 0
     rows, cols = np.nonzero(real)
     positions = r["masked_lm_positions"][rows, cols]
@@ -89,10 +102,17 @@ def test_masking_statistics(written):
     random = 1 - as_mask - kept
     assert abs(as_mask - 0.8) < 0.015 and abs(kept - 0.1) < 0.015 and abs(random - 0.1) < 0.015, (
         as_mask, kept, random)
-    # Never [CLS], [SEP] or padding.
+    # Never [CLS], [SEP] or padding; positions ascending.
     assert not np.isin(labels, [CLS, SEP, PAD]).any()
     assert (positions < r["input_mask"][rows].sum(1)).all()
     assert (positions > 0).all()
+    pos = np.where(real, r["masked_lm_positions"], 10**6)
+    assert ((np.diff(pos, axis=1) > 0) | (pos[:, 1:] == 10**6)).all()
+    # Every position is equally likely to be chosen (no bias to the front).
+    relative = positions / r["input_mask"][rows].sum(1)
+    assert abs(relative.mean() - 0.5) < 0.01, relative.mean()
+    print(f"{mode}: {tokens} tokens, masked {masked / tokens:.4f}, "
+          f"[MASK] {as_mask:.3f} kept {kept:.3f} random {random:.3f}")
 
 
 def test_nsp_share_default_quirk_and_exact(written, corpus, tmp_path):
@@ -107,36 +127,64 @@ def test_nsp_share_default_quirk_and_exact(written, corpus, tmp_path):
     print(f"NSP random share: default {default_share:.3f}, exact_nsp {r['next_sentence_labels'].mean():.3f}")
 
 
-def test_whole_word_masking(corpus, tmp_path):
+@pytest.mark.parametrize("original_rng", [False, True])
+def test_whole_word_masking(original_rng, corpus, tmp_path):
+    """Words are masked whole, never over budget, and greedily: a word left
+    unmasked would not have fit the budget (as the original's loop)."""
     folder = str(tmp_path / "wwm")
-    write_pretraining_data([corpus], VOCAB, folder, InstanceConfig(do_whole_word_mask=True),
-                           WriterConfig(dupe_factor=1, documents_per_block=200), progress=False)
+    write_pretraining_data(
+        [corpus], VOCAB, folder, InstanceConfig(do_whole_word_mask=True, original_rng=original_rng),
+        WriterConfig(dupe_factor=1, documents_per_block=200), progress=False)
     r = _records(folder)
-    inverse = {i: t for t, i in IDS.items()}
-    words_checked = 0
+    is_subword = np.zeros(max(IDS.values()) + 1, bool)
+    is_subword[[i for t, i in IDS.items() if t.startswith("##")]] = True
+    multi_piece_words = 0
     for row in range(len(r["input_ids"])):
         n = int(r["masked_lm_weights"][row].sum())
-        masked = set(r["masked_lm_positions"][row][:n].tolist())
-        labels = dict(zip(r["masked_lm_positions"][row][:n].tolist(), r["masked_lm_ids"][row][:n].tolist()))
+        positions = r["masked_lm_positions"][row][:n]
         original = r["input_ids"][row].copy()
-        for p, label in labels.items():
-            original[p] = label
+        original[positions] = r["masked_lm_ids"][row][:n]
         length = int(r["input_mask"][row].sum())
-        for p in masked:  # every piece of a masked word is masked
-            if inverse[int(original[p])].startswith("##"):
-                # The piece before it (as the original groups pieces, skipping
-                # [CLS]/[SEP]) is masked too, unless the sequence starts here.
-                prev = p - 1
-                while prev > 0 and original[prev] in (CLS, SEP):
-                    prev -= 1
-                if original[prev] not in (CLS, SEP):
-                    assert prev in masked
-            end = p + 1
-            while end < length and inverse[int(original[end])].startswith("##"):
-                assert end in masked
-                end += 1
-            words_checked += 1
-    assert words_checked > 1000
+        # The original's words: a "##" piece joins the previous candidate
+        # word (skipping [CLS]/[SEP]); anything else starts a word.
+        words = []
+        for i in range(length):
+            if original[i] in (CLS, SEP):
+                continue
+            if words and is_subword[original[i]]:
+                words[-1].append(i)
+            else:
+                words.append([i])
+        masked = set(positions.tolist())
+        budget = min(20, max(1, round(length * 0.15)))
+        assert n <= budget
+        for word in words:
+            hit = [i in masked for i in word]
+            assert all(hit) or not any(hit), (row, word, positions)
+            if not hit[0]:
+                assert n + len(word) > budget, (row, word, n, budget)
+            elif len(word) > 1:
+                multi_piece_words += 1
+    assert multi_piece_words > 300, multi_piece_words
+
+
+def test_vectorized_whole_word_budget_is_greedy_over_all_words():
+    """30 three-piece words and one single piece, budget 14: the greedy
+    visit takes four 3-piece words and then, wherever it comes in the random
+    order (often past rank 20), the single piece: 13 masked in every row."""
+    from tf_records.instances import VocabInfo
+    from tf_records.masking import mask_block
+
+    vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "w": 4, "##p": 5, "x": 6}
+    info = VocabInfo.from_vocab(vocab)
+    row = [1] + [4, 5, 5] * 15 + [2] + [4, 5, 5] * 15 + [6, 2]  # 93 tokens
+    ids = np.array([row] * 300)
+    masked_ids, positions, labels, weights = mask_block(
+        ids, np.ones_like(ids), InstanceConfig(max_seq_length=93, do_whole_word_mask=True), info,
+        np.random.default_rng(0))
+    np.testing.assert_array_equal(weights.sum(1), 13)
+    np.testing.assert_array_equal(labels[weights > 0] == 6, np.tile([False] * 12 + [True], 300))
+    assert (np.take_along_axis(ids, positions, 1)[weights > 0] == labels[weights > 0]).all()
 
 
 def test_same_output_with_one_and_two_workers(corpus, tmp_path):
@@ -312,9 +360,41 @@ def test_dynamic_masking_in_pipeline(corpus, tmp_path):
         pretraining_dataset(folder, 4, dynamic_masking=False)
 
 
-def test_fast_shuffle_draws_like_random_shuffle():
+def test_encoded_examples_equal_protobuf_serialization():
+    from tf_records.schema import encode_examples
+
+    rng = np.random.default_rng(0)
+    n = 200
+    ids = rng.integers(0, 2**40, (n, 9))
+    ids[:50] = rng.integers(0, 128, (50, 9))  # the one-byte fast path
+    ids[50:100] = rng.integers(0, 30522, (50, 9))
+    mask, segments = rng.integers(0, 2, (n, 9)), rng.integers(0, 2, (n, 9))
+    positions, labels = rng.integers(0, 500, (n, 3)), rng.integers(0, 30522, (n, 3))
+    weights, nsp = rng.random((n, 3)).astype(np.float32), rng.integers(0, 2, n)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+    records = list(encode_examples(ids, mask, segments, positions, labels, weights, nsp))
+    assert len(records) == n
+    for i, record in enumerate(records):
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": ints(ids[i]), "input_mask": ints(mask[i]), "segment_ids": ints(segments[i]),
+            "masked_lm_positions": ints(positions[i]), "masked_lm_ids": ints(labels[i]),
+            "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights[i])),
+            "next_sentence_labels": ints([nsp[i]]),
+        }))
+        assert record == example.SerializeToString(deterministic=True), i
+    with pytest.raises(ValueError, match="Negative value -3"):
+        list(encode_examples(ids - 3, mask, segments, positions, labels, weights, nsp))
+
+
+def test_inlined_draws_equal_random_module():
+    """`_shuffle` and `_randint` (the `original_rng` hot spots, inlined) give
+    `random.Random`'s exact results and leave it in the same state."""
     import random
 
+    from tf_records.instances import _randint
     from tf_records.instances import _shuffle
 
     for seed in range(300):
@@ -324,4 +404,7 @@ def test_fast_shuffle_draws_like_random_shuffle():
         r1.shuffle(a)
         _shuffle(b, r2)
         assert a == b
-        assert r1.random() == r2.random()  # the generator is left in the same state
+        low = seed % 7
+        for high in (low, low + 1, low + 2, low + 100, low + 2**31):
+            assert r1.randint(low, high) == _randint(r2, low, high)
+        assert r1.random() == r2.random()

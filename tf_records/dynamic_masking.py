@@ -1,7 +1,7 @@
 """Masked-LM masking inside the `tf.data` pipeline: a new mask every epoch.
 
 RoBERTa's dynamic masking (Liu et al. 2019), for records written unmasked
-(`InstanceConfig(unmasked=True)`). Same rules as the writer: candidates are
+(`InstanceConfig(unmasked=True)`). Same rules as the writer (`masking.py`): candidates are
 real tokens except [CLS]/[SEP]; `num_to_predict = min(P, max(1,
 round(len * masked_lm_prob)))` with `len` counting [CLS]/[SEP] as the
 original; 80% [MASK], 10% a random id, 10% unchanged. Whole-word masking

@@ -4,12 +4,17 @@ Feature names are the original `create_pretraining_data.py`'s, so records it
 wrote are read as they are. `to_model_inputs` is the one mapping from those
 names to the model's (`input_ids` -> `input_word_ids`, `segment_ids` ->
 `input_type_ids`).
+
+TensorFlow is imported inside the two functions that use it, so the
+writer's coordinating process, which only needs the encoder, never loads
+it: its worker processes start ~3 s sooner (measured).
 """
 
 import dataclasses
+import functools
 import hashlib
 
-import tensorflow as tf
+import numpy as np
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1
@@ -28,6 +33,8 @@ class RecordSchema:
     max_predictions_per_seq: int = 20
 
     def feature_spec(self):
+        import tensorflow as tf  # here, not at the top: see the module docstring
+
         s, p = self.max_seq_length, self.max_predictions_per_seq
         return {
             "input_ids": tf.io.FixedLenFeature([s], tf.int64),
@@ -49,25 +56,80 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
-def encode_example(input_ids, input_mask, segment_ids, positions, label_ids, weights, next_label):
-    """One `tf.train.Example`, already padded, as serialized bytes."""
+def _varint_bytes(value):
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
 
-    features = {
-        "input_ids": ints(input_ids),
-        "input_mask": ints(input_mask),
-        "segment_ids": ints(segment_ids),
-        "masked_lm_positions": ints(positions),
-        "masked_lm_ids": ints(label_ids),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=list(weights))),
-        "next_sentence_labels": ints([next_label]),
+def _field(tag, payload):
+    """A length-delimited protobuf field: tag byte, varint length, payload."""
+    return tag + _varint_bytes(len(payload)) + payload
+
+
+def _packed_varint_rows(values):
+    """Int array `(N, L)`, values >= 0 -> per row its packed varints (bytes)."""
+    values = np.asarray(values, np.int64)
+    if values.size and values.min() < 0:
+        raise ValueError(f"Negative value {values.min()} cannot be written.")
+    if not values.size or values.max() < 0x80:  # one byte each
+        return [row.tobytes() for row in values.astype(np.uint8)]
+    sizes = np.ones(values.shape, np.int64)
+    for bits in (7, 14, 21, 28, 35, 42, 49, 56, 63):
+        sizes += values >= (1 << bits)
+    width = int(sizes.max())
+    septets = (values[..., None] >> (7 * np.arange(width))) & 0x7F  # (N, L, width)
+    septets |= (np.arange(width) < sizes[..., None] - 1) * 0x80  # continuation bits
+    flat = septets[np.arange(width) < sizes[..., None]].astype(np.uint8).tobytes()
+    ends = np.cumsum(sizes.sum(axis=1)).tolist()
+    return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
+
+
+@functools.cache
+def _entry_head(key, feature_tag, payload_length):
+    """Bytes before a packed payload: the map entry of `key` down to the list."""
+    inner = _varint_bytes(payload_length)  # list.value (packed): tag 0x0a
+    list_length = 1 + len(inner) + payload_length
+    feature_length = 1 + len(_varint_bytes(list_length)) + list_length
+    key_field = _field(b"\x0a", key.encode())
+    entry_length = len(key_field) + 1 + len(_varint_bytes(feature_length)) + feature_length
+    return (b"\x0a" + _varint_bytes(entry_length) + key_field
+            + b"\x12" + _varint_bytes(feature_length)
+            + feature_tag + _varint_bytes(list_length) + b"\x0a" + inner)
+
+
+def encode_examples(input_ids, input_mask, segment_ids, positions, label_ids, weights,
+                    next_labels):
+    """Yields serialized pretraining `tf.train.Example`s, one per row.
+
+    Args: int arrays `(N, S)` and `(N, P)` (already padded), float `weights`
+    `(N, P)`, `next_labels` `(N,)`; values >= 0.
+
+    Byte-identical to `tf.train.Example(...).SerializeToString(deterministic=True)`
+    (map entries sorted by key; a test compares them), and several times
+    faster: building protobuf objects per record was a third of the writer's
+    time. Deterministic bytes are what make shards identical whatever the
+    number of workers.
+    """
+    ints, floats = b"\x1a", b"\x12"  # Feature.int64_list / Feature.float_list
+    columns = {
+        "input_ids": (ints, _packed_varint_rows(input_ids)),
+        "input_mask": (ints, _packed_varint_rows(input_mask)),
+        "masked_lm_ids": (ints, _packed_varint_rows(label_ids)),
+        "masked_lm_positions": (ints, _packed_varint_rows(positions)),
+        "masked_lm_weights": (floats, [row.tobytes() for row in np.asarray(weights, "<f4")]),
+        "next_sentence_labels": (ints, _packed_varint_rows(np.asarray(next_labels)[:, None])),
+        "segment_ids": (ints, _packed_varint_rows(segment_ids)),
     }
-    example = tf.train.Example(features=tf.train.Features(feature=features))
-    # deterministic: protobuf map order otherwise varies between processes,
-    # and shards must be byte-identical whatever the number of workers.
-    return example.SerializeToString(deterministic=True)
+    keys = sorted(columns)
+    for row in zip(*(columns[key][1] for key in keys)):
+        entries = b"".join(
+            _entry_head(key, columns[key][0], len(payload)) + payload
+            for key, payload in zip(keys, row))
+        yield b"\x0a" + _varint_bytes(len(entries)) + entries  # Example.features
 
 
 def to_model_inputs(features):
@@ -75,6 +137,7 @@ def to_model_inputs(features):
 
     int64 is cast to int32 (what the model and TPUs take).
     """
+    import tensorflow as tf  # here, not at the top: see the module docstring
 
     def i32(name):
         return tf.cast(features[name], tf.int32)

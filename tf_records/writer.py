@@ -4,11 +4,14 @@ Streaming and parallel, deterministic for a seed whatever the number of
 workers: documents are grouped, in file order, into blocks of
 `documents_per_block`; each block is one shard, made by the original
 algorithm (shuffle documents, `dupe_factor` passes, shuffle instances) with
-a random generator seeded by (seed, block index); block 0 by the seed alone,
-as the original, so a corpus that fits one block gives its exact instances. Memory is bounded by the
-blocks in flight, not the corpus. The one difference from the original
-script, which holds the whole corpus: a "random next" segment is drawn from
-the same block (thousands of documents), not from the whole corpus.
+random generators seeded by (seed, block index). Masking is vectorized over
+the whole block (`masking.py`); with `InstanceConfig(original_rng=True)` it
+uses the original's per-token draws instead and block 0 is seeded by the
+seed alone, as the original, so a corpus that fits one block gives the
+original script's exact records. Memory is bounded by the blocks in flight,
+not the corpus. The one difference from the original script, which holds
+the whole corpus: a "random next" segment is drawn from the same block
+(thousands of documents), not from the whole corpus.
 
 Every shard is written under a temporary name and renamed when complete; the
 manifest is written last, also atomically, so a crash leaves no shard or
@@ -23,13 +26,18 @@ import os
 import sys
 import time
 
+import numpy as np
+
 from tf_records.instances import InstanceConfig
 from tf_records.instances import VocabInfo
 from tf_records.instances import create_instances
+from tf_records.masking import mask_block
+from tf_records.masking import pack_instances
+from tf_records.masking import pack_predictions
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import RecordSchema
-from tf_records.schema import encode_example
+from tf_records.schema import encode_examples
 from tf_records.schema import file_sha256
 
 
@@ -91,12 +99,14 @@ def _write_block(job):
 
     index, block, vocab_file, output_dir, instance_config, writer_config = job
     key = (vocab_file, writer_config.do_lower_case)
-    if key not in _TOKENIZERS:  # once per worker process, not per block
-        _TOKENIZERS[key] = (
+    if key not in _WORKER_STATE:  # once per worker process, not per block
+        vocab = load_vocab(vocab_file)
+        _WORKER_STATE[key] = (
             GraphBertTokenizer(vocab_file, do_lower_case=writer_config.do_lower_case),
-            VocabInfo.from_vocab(load_vocab(vocab_file)),
+            VocabInfo.from_vocab(vocab),
+            _vocab_facts(vocab),
         )
-    tokenizer, vocab_info = _TOKENIZERS[key]
+    tokenizer, vocab_info, vocab_facts = _WORKER_STATE[key]
     lines = [line for document in block for line in document]
     ids = tokenizer.tokenize(tf.constant(lines)).to_list() if lines else []
     documents, cursor = [], 0
@@ -110,28 +120,34 @@ def _write_block(job):
     rng = random.Random(seed)
     instances = create_instances(
         documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
+    input_ids, input_mask, segment_ids, next_labels = pack_instances(
+        instances, instance_config.max_seq_length)
+    if instance_config.unmasked or instance_config.original_rng:
+        positions, label_ids, weights = pack_predictions(
+            instances, instance_config.max_predictions_per_seq)
+    else:
+        input_ids, positions, label_ids, weights = mask_block(
+            input_ids, input_mask, instance_config, vocab_info,
+            np.random.default_rng([writer_config.random_seed, index]))
     name = f"shard-{index:05d}.tfrecord"
     tmp = os.path.join(output_dir, f".tmp-{name}")
-    s, p = instance_config.max_seq_length, instance_config.max_predictions_per_seq
     with tf.io.TFRecordWriter(tmp) as writer:
-        for instance in instances:
-            n, m = len(instance.token_ids), len(instance.masked_lm_positions)
-            writer.write(encode_example(
-                instance.token_ids + [0] * (s - n),
-                [1] * n + [0] * (s - n),
-                instance.segment_ids + [0] * (s - n),
-                instance.masked_lm_positions + [0] * (p - m),
-                instance.masked_lm_ids + [0] * (p - m),
-                [1.0] * m + [0.0] * (p - m),
-                1 if instance.is_random_next else 0,
-            ))
+        for record in encode_examples(input_ids, input_mask, segment_ids, positions,
+                                            label_ids, weights, next_labels):
+            writer.write(record)
     os.replace(tmp, os.path.join(output_dir, name))
     size = sum(len(line.encode()) + 1 for line in lines)
     return {"file": name, "records": len(instances), "sha256": file_sha256(os.path.join(output_dir, name)),
-            "documents": len(block), "bytes": size}
+            "documents": len(block), "bytes": size, "vocab": vocab_facts}
 
 
-_TOKENIZERS = {}
+def _vocab_facts(vocab):
+    """What the manifest says of the vocabulary."""
+    return {"vocab_size": max(vocab.values()) + 1,
+            "special_ids": {name: vocab[f"[{name.upper()}]"] for name in ("pad", "cls", "sep", "mask")}}
+
+
+_WORKER_STATE = {}
 
 
 def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=None,
@@ -168,17 +184,18 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
                   f"{megabytes / elapsed:.2f} MB/s", end="", file=sys.stderr, flush=True)
     if progress:
         print(file=sys.stderr)
-    vocab_sha256 = file_sha256(vocab_file)
-    from keras_bert_impl.tokenizers import load_vocab
+    if shards:  # the workers read the vocabulary; this process stays free of TensorFlow
+        vocab_facts = shards[0]["vocab"]
+    else:
+        from keras_bert_impl.tokenizers import load_vocab
 
-    vocab = load_vocab(vocab_file)
+        vocab_facts = _vocab_facts(load_vocab(vocab_file))
     manifest = {
         "version": MANIFEST_VERSION,
         "schema": dataclasses.asdict(RecordSchema(
             instance_config.max_seq_length, instance_config.max_predictions_per_seq)),
-        "vocab_sha256": vocab_sha256,
-        "vocab_size": max(vocab.values()) + 1,
-        "special_ids": {name: vocab[f"[{name.upper()}]"] for name in ("pad", "cls", "sep", "mask")},
+        "vocab_sha256": file_sha256(vocab_file),
+        **vocab_facts,
         "do_lower_case": writer_config.do_lower_case,
         "instance_config": dataclasses.asdict(instance_config),
         "writer_config": {k: v for k, v in dataclasses.asdict(writer_config).items()
