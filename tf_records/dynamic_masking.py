@@ -18,8 +18,8 @@ def mask_batch(features, seed, vocab_size, cls_id, sep_id, mask_id, masked_lm_pr
     """Parsed unmasked features `(B, S)` -> the same with masks applied.
 
     `seed` is an int `(2,)` tensor for the stateless random ops; the reader
-    draws a fresh one per batch from a `tf.random.Generator`, whose state
-    outlives dataset iterators, so every epoch gets new masks.
+    passes (its seed, the batch's index in the stream), so every batch and
+    epoch gets new masks, and a resumed run the same ones.
     """
     seeds = tf.random.experimental.stateless_split(seed, 3)
     ids = features["input_ids"]  # (B, S) int64

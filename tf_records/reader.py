@@ -41,32 +41,41 @@ def check_schema(manifest, model_config=None, schema=None):
             f"max_position_embeddings={model_config.max_position_embeddings}.")
 
 
+def count_records(path):
+    """Whole records in a TFRecord file, from the record headers alone (12
+    bytes per record, no payload read); `ValueError` naming a truncated file."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        raise ValueError(f"Shard {path} is missing.") from None
+    count, offset = 0, 0
+    with open(path, "rb") as f:
+        while offset < size:
+            header = f.read(8)
+            if len(header) < 8:
+                break
+            length = int.from_bytes(header, "little")
+            offset += 8 + 4 + length + 4  # length, its CRC, data, data CRC
+            if offset > size:
+                raise ValueError(
+                    f"Shard {path} is truncated: record {count} ends at byte {offset}, "
+                    f"the file has {size}.")
+            f.seek(offset)
+            count += 1
+    if offset != size:
+        raise ValueError(f"Shard {path} is truncated: {size - offset} bytes after record {count}.")
+    return count
+
+
 def check_shard_framing(manifest):
-    """Walks each shard's record headers (12 bytes per record, no payload
-    read) and checks the record count against the manifest, so a truncated
-    or cut-short shard is named before training instead of failing later
-    with TensorFlow's "truncated record" error, which names no file."""
+    """Checks each shard's record framing and count against the manifest, so
+    a truncated or cut-short shard is named before training instead of
+    failing later with TensorFlow's "truncated record" error, which names no
+    file."""
     for shard in manifest["shards"]:
         path = os.path.join(manifest["folder"], shard["file"])
-        try:
-            size = os.path.getsize(path)
-        except FileNotFoundError:
-            raise ValueError(f"Shard {path} listed in the manifest is missing.") from None
-        count, offset = 0, 0
-        with open(path, "rb") as f:
-            while offset < size:
-                header = f.read(8)
-                if len(header) < 8:
-                    break
-                length = int.from_bytes(header, "little")
-                offset += 8 + 4 + length + 4  # length, its CRC, data, data CRC
-                if offset > size:
-                    raise ValueError(
-                        f"Shard {path} is truncated: record {count} ends at byte {offset}, "
-                        f"the file has {size}.")
-                f.seek(offset)
-                count += 1
-        if count != shard["records"] or offset != size:
+        count = count_records(path)
+        if count != shard["records"]:
             raise ValueError(
                 f"Shard {path} holds {count} whole records; the manifest says {shard['records']}.")
 
@@ -92,8 +101,15 @@ def pretraining_dataset(
     verify_checksums=False,
     model_config=None,
     dynamic_masking=None,
+    start_batch=0,
 ):
     """Batches of `(x, y, sample_weight)` for `BertPretrainer.fit`.
+
+    The stream is a pure function of `seed`: pass `p` over this pipeline's
+    files reads them in an order shuffled by `(seed, p)` and shuffles
+    records with a seed from `(seed, p)`; batches run on across passes. So
+    `start_batch=k` gives exactly the stream from batch `k` on (what resuming
+    at a step needs), reading and dropping at most one pass's records.
 
     Args:
         source: a folder or `manifest.json` from our writer, or a file
@@ -103,15 +119,17 @@ def pretraining_dataset(
         schema: `RecordSchema`; read from the manifest when there is one.
         input_context: `tf.distribute.InputContext`; files are split
             between pipelines, each file read by exactly one.
-        shuffle_buffer: int. Examples in the shuffle buffer (0: no shuffle).
+        shuffle_buffer: int. Examples in the shuffle buffer (0: no shuffle,
+            files in order).
         seed: int. File order and shuffle seed (deterministic).
         repeat: bool. Repeat forever (training) or one pass.
         verify_checksums: bool. Check every shard's sha256 first (record
-            framing and counts are always checked when there is a manifest).
+            framing and counts are always checked).
         model_config: optional `BertConfig` to check the data against.
-        dynamic_masking: bool. Mask in the pipeline, anew each epoch; by
-            default on exactly when the manifest says the records are
-            unmasked. Needs a manifest (vocabulary size and special ids).
+        dynamic_masking: bool. Mask in the pipeline, anew for every batch
+            (so every epoch); by default on exactly when the manifest says
+            the records are unmasked. Needs a manifest.
+        start_batch: int. Batches of this pipeline to skip (resume).
     """
     manifest_path = source if os.path.isdir(source) else None
     if source.endswith(".json"):
@@ -124,6 +142,7 @@ def pretraining_dataset(
         if verify_checksums:
             verify_shards(manifest)
         files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+        counts = [s["records"] for s in manifest["shards"]]
         unmasked = manifest["instance_config"].get("unmasked", False)
         if dynamic_masking is None:
             dynamic_masking = unmasked
@@ -133,6 +152,7 @@ def pretraining_dataset(
         if dynamic_masking:
             raise ValueError("dynamic_masking needs a manifest (vocabulary size and special ids).")
         files = sorted(tf.io.gfile.glob(source))
+        counts = None
         schema = schema or RecordSchema()
     if not files:
         raise ValueError(f"No TFRecord files in {source}.")
@@ -143,36 +163,48 @@ def pretraining_dataset(
                 f"{len(files)} files cannot feed {n} input pipelines: each pipeline needs "
                 "its own files. Write more shards (smaller --documents_per_block).")
         files = files[input_context.input_pipeline_id::n]
+        counts = counts and counts[input_context.input_pipeline_id::n]
+    if counts is None:
+        counts = [count_records(f) for f in files]
+    records_per_pass = sum(counts)
+    if repeat and records_per_pass < batch_size:
+        raise ValueError(f"{source}: {records_per_pass} records, fewer than one batch of {batch_size}.")
+    first_pass, skip_records = divmod(start_batch * batch_size, records_per_pass) if repeat else (
+        0, start_batch * batch_size)
     spec = schema.feature_spec()
-    ds = tf.data.Dataset.from_tensor_slices(files)
-    if shuffle_buffer:
-        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    ds = ds.interleave(
-        tf.data.TFRecordDataset,
-        cycle_length=min(len(files), 8),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    if shuffle_buffer:
-        ds = ds.shuffle(shuffle_buffer, seed=seed)
+    files = tf.constant(files)
+
+    def one_pass(p):
+        order = files
+        if shuffle_buffer:
+            order = tf.random.experimental.stateless_shuffle(files, seed=tf.stack([seed, p]))
+        ds = tf.data.Dataset.from_tensor_slices(order).interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(len(counts), 8),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        if shuffle_buffer:
+            ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
+        return ds
+
+    passes = tf.data.Dataset.range(first_pass, 2**62 if repeat else 1)
+    ds = passes.flat_map(lambda p: one_pass(tf.cast(p, tf.int64))).skip(skip_records)
     ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch
     if dynamic_masking:
         ids = manifest["special_ids"]
         masking = manifest["instance_config"]
-        # One seed per batch, drawn in order (a sequential map) from a
-        # generator whose state survives new iterators: new masks every
-        # epoch, the same sequence for the same `seed`.
-        generator = tf.random.Generator.from_seed(seed)
-        ds = ds.map(lambda records: (records, generator.make_seeds(1)[:, 0]))
 
-        def parse(records, batch_seed):
+        # The mask seed of a batch is (seed, its index in the stream): new
+        # masks for every batch and epoch, the same after a resume.
+        def parse(index, records):
             features = mask_batch(
-                tf.io.parse_example(records, spec), batch_seed, manifest["vocab_size"],
-                ids["cls"], ids["sep"], ids["mask"], masking["masked_lm_prob"],
-                schema.max_predictions_per_seq)
+                tf.io.parse_example(records, spec), tf.stack([tf.cast(seed, tf.int64), index]),
+                manifest["vocab_size"], ids["cls"], ids["sep"], ids["mask"],
+                masking["masked_lm_prob"], schema.max_predictions_per_seq)
             return to_model_inputs(features)
+
+        ds = ds.enumerate(start=start_batch)
     else:
         def parse(records):
             return to_model_inputs(tf.io.parse_example(records, spec))

@@ -1,0 +1,123 @@
+"""SavedModel export for TF Serving: ids in, and raw text in.
+
+Signatures:
+- `serving_default`: int32 `input_word_ids`, `input_mask`, `input_type_ids`
+  `(B, S)` (+ `masked_lm_positions` `(B, P)` for pretrainers) ->
+  `sequence_output`, `pooled_output` (+ `masked_lm` and `next_sentence`
+  logits for pretrainers).
+- `serving_text` (`text` `(B,)` strings) and `serving_text_pair` (`text_a`,
+  `text_b`): tokenized in the graph with the model's vocabulary, packed as
+  `[CLS] A [SEP] (B [SEP])` and truncated (longest first, as the original) to
+  `max_seq_length`; outputs as `serving_default` without `masked_lm`.
+
+The SavedModel needs only `tensorflow` and `tensorflow_text` to load.
+Requests longer than `max_position_embeddings` fail with an
+`InvalidArgumentError` saying so; an empty batch returns empty outputs; an
+empty string is `[CLS] [SEP]`.
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from keras_bert_impl.models.bert_backbone import INPUT_NAMES
+from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
+
+
+def _parts(model):
+    """(backbone, masked_lm_head or None, next_sentence_head or None)."""
+    if isinstance(model, BertBackbone):
+        return model, None, None
+    backbone = getattr(model, "backbone", None)
+    if not isinstance(backbone, BertBackbone):
+        raise ValueError(
+            f"Cannot export {type(model).__name__}: expected a BertBackbone or a model with a "
+            "`backbone` attribute (BertPretrainer, BertMaskedLMPretrainer).")
+    return backbone, getattr(model, "masked_lm_head", None), getattr(model, "next_sentence_head", None)
+
+
+class _Serving(tf.Module):
+    def __init__(self, model, tokenizer, max_seq_length):
+        super().__init__()
+        self.model = model
+        self.backbone, self.masked_lm_head, self.next_sentence_head = _parts(model)
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.max_positions = self.backbone.bert_config.max_position_embeddings
+
+    def outputs(self, inputs, masked_lm_positions=None):
+        length = tf.shape(inputs["input_word_ids"])[1]
+        tf.debugging.assert_less_equal(
+            length, self.max_positions,
+            message=f"Sequences may be at most max_position_embeddings={self.max_positions} "
+                    "tokens long")
+        backbone_out = self.backbone(inputs, training=False)
+        out = {"sequence_output": backbone_out["sequence_output"],
+               "pooled_output": backbone_out["pooled_output"]}
+        if self.next_sentence_head is not None:
+            out["next_sentence"] = self.next_sentence_head(out["pooled_output"], training=False)
+        if masked_lm_positions is not None:
+            out["masked_lm"] = self.masked_lm_head(
+                out["sequence_output"], masked_lm_positions, training=False)
+        return {k: tf.cast(v, tf.float32) for k, v in out.items()}
+
+    def text_outputs(self, text_a, text_b=None):
+        ids_b = None if text_b is None else self.tokenizer.tokenize(text_b)
+        packed = self.tokenizer.pack(self.tokenizer.tokenize(text_a), ids_b, self.max_seq_length)
+        return {**packed, **self.outputs(packed)}
+
+
+def _ids_spec():
+    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128):
+    """Writes a SavedModel of `model` with the signatures above.
+
+    Args:
+        model: `BertBackbone`, `BertPretrainer` or `BertMaskedLMPretrainer`.
+        export_dir: str. Replaced atomically (written beside it, then renamed).
+        vocab_file: str or None. Adds the text signatures.
+        do_lower_case: bool. For the text signatures.
+        max_seq_length: int. Packed length of the text signatures.
+    """
+    tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
+    module = _Serving(model, tokenizer, max_seq_length)
+    signatures = {}
+    if module.masked_lm_head is not None:
+        @tf.function(input_signature=[
+            _ids_spec(), tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")])
+        def serving_default(inputs, masked_lm_positions):
+            return module.outputs(inputs, masked_lm_positions)
+    else:
+        @tf.function(input_signature=[_ids_spec()])
+        def serving_default(inputs):
+            return module.outputs(inputs)
+    signatures["serving_default"] = serving_default
+    if tokenizer is not None:
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serving_text(text):
+            return module.text_outputs(text)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                      tf.TensorSpec([None], tf.string, name="text_b")])
+        def serving_text_pair(text_a, text_b):
+            return module.text_outputs(text_a, text_b)
+
+        signatures["serving_text"] = serving_text
+        signatures["serving_text_pair"] = serving_text_pair
+    export_dir = os.path.abspath(export_dir)
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(export_dir)}-", dir=parent)
+    tf.saved_model.save(module, tmp, signatures=signatures)
+    if os.path.exists(export_dir):  # replace the old export only once the new one is whole
+        old = tempfile.mkdtemp(prefix=".old-", dir=parent)
+        os.replace(export_dir, os.path.join(old, "export"))
+        os.replace(tmp, export_dir)
+        tf.io.gfile.rmtree(old)
+    else:
+        os.replace(tmp, export_dir)
+    return export_dir

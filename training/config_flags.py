@@ -1,0 +1,35 @@
+"""absl flags generated from dataclass fields: one flag per field, the
+field's default as the flag's, and back to a dataclass instance.
+
+The dataclass is the one place a setting and its default live; the command
+line only overrides it.
+"""
+
+import dataclasses
+import typing
+
+from absl import flags
+
+_DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+           str: flags.DEFINE_string}
+
+
+def define_flags(cls, help_texts):
+    """Defines `--<field>` for every field of dataclass `cls`.
+
+    `help_texts` maps field name -> help; a field without one is an error
+    (every flag says what it does).
+    """
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        kind = hints[field.name]
+        if kind not in _DEFINE:
+            raise TypeError(f"{cls.__name__}.{field.name}: no flag type for {kind}.")
+        if field.name not in help_texts:
+            raise ValueError(f"{cls.__name__}.{field.name} has no help text.")
+        _DEFINE[kind](field.name, field.default, help_texts[field.name])
+
+
+def from_flags(cls, flag_values=flags.FLAGS):
+    """An instance of `cls` with every field taken from the parsed flags."""
+    return cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(cls)})

@@ -1,0 +1,95 @@
+"""The original BERT optimizer, as Keras objects: AdamW (or LAMB) with
+weight decay 0.01 kept off LayerNorm and biases, epsilon 1e-6, linear warmup
+then linear decay, global-norm clipping at 1.0, optional gradient
+accumulation.
+"""
+
+import dataclasses
+
+import keras
+
+# Variable names (Keras' short names) that take no weight decay: LayerNorm's
+# gamma/beta and every bias (incl. the masked-LM `output_bias`), as the
+# original's ["LayerNorm", "layer_norm", "bias"] on its own names.
+NO_DECAY_NAMES = ("gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """`peak * step / warmup` for `step < warmup`, then `peak * (1 - step / total)`
+    (the original's polynomial decay to 0, counted from step 0), clamped at 0.
+
+    `step` is the optimizer's update count: Keras passes the micro-step
+    count when accumulating gradients, so it is divided by
+    `accumulation_steps` here.
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, accumulation_steps=1):
+        if total_steps < 1:
+            raise ValueError(f"`total_steps` must be >= 1. Received: {total_steps}.")
+        if not 0 <= warmup_steps <= total_steps:
+            raise ValueError(
+                f"`warmup_steps` must be in [0, total_steps={total_steps}]. Received: {warmup_steps}.")
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+        self.accumulation_steps = int(accumulation_steps)
+
+    def __call__(self, step):
+        ops = keras.ops
+        step = ops.cast(ops.floor_divide(step, self.accumulation_steps), "float32")
+        decayed = self.peak_learning_rate * ops.maximum(0.0, 1.0 - step / self.total_steps)
+        if not self.warmup_steps:
+            return decayed
+        warmup = self.peak_learning_rate * step / self.warmup_steps
+        return ops.where(step < self.warmup_steps, warmup, decayed)
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps, "accumulation_steps": self.accumulation_steps}
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """The original `optimization.py` defaults (BERT pretraining: lr 1e-4,
+    10,000 warmup steps of 1,000,000)."""
+
+    optimizer: str = "adamw"  # or "lamb"
+    learning_rate: float = 1e-4
+    warmup_steps: int = 10_000
+    weight_decay: float = 0.01
+    epsilon: float = 1e-6
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    clip_norm: float = 1.0
+    gradient_accumulation_steps: int = 1
+
+
+def create_optimizer(config, total_steps):
+    """A Keras optimizer as the original's for `total_steps` updates."""
+    if config.gradient_accumulation_steps < 1:
+        raise ValueError(
+            "`gradient_accumulation_steps` must be >= 1. "
+            f"Received: {config.gradient_accumulation_steps}.")
+    schedule = WarmupLinearDecay(
+        config.learning_rate, min(config.warmup_steps, total_steps), total_steps,
+        config.gradient_accumulation_steps)
+    kwargs = dict(
+        learning_rate=schedule,
+        weight_decay=config.weight_decay,
+        beta_1=config.beta_1,
+        beta_2=config.beta_2,
+        epsilon=config.epsilon,
+        global_clipnorm=config.clip_norm or None,
+        # Keras takes None for "no accumulation" and refuses 1.
+        gradient_accumulation_steps=config.gradient_accumulation_steps if (
+            config.gradient_accumulation_steps > 1) else None,
+    )
+    if config.optimizer == "adamw":
+        optimizer = keras.optimizers.AdamW(**kwargs)
+    elif config.optimizer == "lamb":
+        optimizer = keras.optimizers.Lamb(**kwargs)
+    else:
+        raise ValueError(f"Unknown optimizer {config.optimizer!r}: use 'adamw' or 'lamb'.")
+    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+    return optimizer
