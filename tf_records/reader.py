@@ -90,6 +90,17 @@ def verify_shards(manifest):
             raise ValueError(f"Shard {path} is corrupt: its sha256 differs from the manifest's.")
 
 
+def pipeline_share(files, counts, input_context):
+    """This input pipeline's files (and their record counts, if known): every
+    `n`-th of the ordered list, so pipelines read disjoint files."""
+    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
+    if len(files) < n:
+        raise ValueError(
+            f"{len(files)} files cannot feed {n} input pipelines: each pipeline needs "
+            "its own files. Write more shards (smaller --documents_per_block).")
+    return files[i::n], counts and counts[i::n]
+
+
 def pretraining_dataset(
     source,
     batch_size,
@@ -157,13 +168,7 @@ def pretraining_dataset(
     if not files:
         raise ValueError(f"No TFRecord files in {source}.")
     if input_context is not None:
-        n = input_context.num_input_pipelines
-        if len(files) < n:
-            raise ValueError(
-                f"{len(files)} files cannot feed {n} input pipelines: each pipeline needs "
-                "its own files. Write more shards (smaller --documents_per_block).")
-        files = files[input_context.input_pipeline_id::n]
-        counts = counts and counts[input_context.input_pipeline_id::n]
+        files, counts = pipeline_share(files, counts, input_context)
     if counts is None:
         counts = [count_records(f) for f in files]
     records_per_pass = sum(counts)
@@ -191,6 +196,9 @@ def pretraining_dataset(
     passes = tf.data.Dataset.range(first_pass, 2**62 if repeat else 1)
     ds = passes.flat_map(lambda p: one_pass(tf.cast(p, tf.int64))).skip(skip_records)
     ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch
+    if not repeat:  # known length: Keras shows progress and does not warn at the end
+        ds = ds.apply(tf.data.experimental.assert_cardinality(
+            max(0, records_per_pass - skip_records) // batch_size))
     if dynamic_masking:
         ids = manifest["special_ids"]
         masking = manifest["instance_config"]

@@ -24,13 +24,14 @@ class OutputLock:
     """An exclusive lock on an output folder, held while the process lives.
 
     A second run pointed at the same folder refuses to start. The lock is a
-    `flock` on `<dir>/.lock`, so the kernel drops it when the process dies
-    (even by SIGKILL) and a rerun after a crash starts normally.
+    `flock` on `<dir>/.lock` (`.lock-<role>` for each worker of a multi-worker
+    job, which share the folder), so the kernel drops it when the process
+    dies (even by SIGKILL) and a rerun after a crash starts normally.
     """
 
-    def __init__(self, output_dir):
+    def __init__(self, output_dir, role=""):
         os.makedirs(output_dir, exist_ok=True)
-        self.path = os.path.join(output_dir, ".lock")
+        self.path = os.path.join(output_dir, f".lock-{role}" if role else ".lock")
         self._file = open(self.path, "a+")  # noqa: SIM115 (held for the process)
         try:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)

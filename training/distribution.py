@@ -12,7 +12,8 @@ def make_strategy(name="auto", tpu=""):
     """The strategy for `name`.
 
     auto: TPU when `tpu` is given, else mirrored over the GPUs when there are
-    several, else the default (one device). tpu: `TPUClusterResolver(tpu=...)`
+    several, else the default (one device). mirrored: all GPUs, or all
+    logical CPU devices on a host without GPUs. tpu: `TPUClusterResolver(tpu=...)`
     ("local" on Colab / Cloud TPU VMs). multi_worker: reads `TF_CONFIG`.
     """
     if name not in STRATEGIES:
@@ -27,6 +28,11 @@ def make_strategy(name="auto", tpu=""):
     if name == "cpu":
         return tf.distribute.get_strategy()  # the default strategy: one device
     if name == "mirrored":
+        if not tf.config.list_logical_devices("GPU"):
+            # Mirrored over logical CPU devices (as tests configure them);
+            # MirroredStrategy() alone would take only the first CPU.
+            cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+            return tf.distribute.MirroredStrategy(cpus)
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:

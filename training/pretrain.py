@@ -41,6 +41,7 @@ class PretrainConfig:
     dupe_factor: int = 5
     do_whole_word_mask: bool = False
     global_batch_size: int = 32
+    shuffle_buffer: int = 10_000
     num_train_steps: int = 3000
     checkpoint_every_steps: int = 500
     steps_per_execution: int = 1
@@ -49,9 +50,10 @@ class PretrainConfig:
     mixed_precision: bool = False
     jit_compile: bool = False
     optimizer: str = "adamw"
-    learning_rate: float = 1e-3
+    learning_rate: float = 2e-3
     warmup_steps: int = 300
     weight_decay: float = 0.01
+    clip_norm: float = 1.0
     gradient_accumulation_steps: int = 1
     seed: int = 12345
     data_workers: int = 2
@@ -76,6 +78,7 @@ HELP = {
     "dupe_factor": "Passes over the text when writing TFRecords, each with new masks.",
     "do_whole_word_mask": "Mask whole words.",
     "global_batch_size": "Sequences per step over all replicas.",
+    "shuffle_buffer": "Records in the shuffle buffer; 0 reads files and records in order.",
     "num_train_steps": "Optimizer updates.",
     "checkpoint_every_steps": "Checkpoint interval (rounded down to divide num_train_steps).",
     "steps_per_execution": "Steps per compiled call (TPUs like 100s).",
@@ -87,6 +90,8 @@ HELP = {
     "learning_rate": "Peak learning rate (the original: 1e-4 for BERT-BASE's 1M steps).",
     "warmup_steps": "Linear warmup steps, then linear decay to 0 at num_train_steps.",
     "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
+    "clip_norm": "Global-norm gradient clipping (0: off). Per replica, then summed, as the "
+                 "original on TPU cores.",
     "gradient_accumulation_steps": "Batches per optimizer update.",
     "seed": "Seed for data writing, data order and initialization.",
     "data_workers": "Processes writing TFRecords.",
@@ -224,7 +229,9 @@ def train(cfg, strategy, train_source, vocab_size):
     import keras
     import tensorflow as tf
 
+    from tf_records.reader import pipeline_share
     from tf_records.reader import pretraining_dataset
+    from tf_records.reader import read_manifest
     from training.checkpointing import CheckpointEveryEpoch
     from training.checkpointing import TrainingCheckpoint
     from training.checkpointing import checkpoint_interval
@@ -245,7 +252,8 @@ def train(cfg, strategy, train_source, vocab_size):
         model, bert_config = build_model(cfg, vocab_size)
         optimizer = create_optimizer(OptimizerConfig(
             optimizer=cfg.optimizer, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-            weight_decay=cfg.weight_decay, gradient_accumulation_steps=accumulation),
+            weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm,
+            gradient_accumulation_steps=accumulation),
             cfg.num_train_steps)
         model.compile(optimizer=optimizer, steps_per_execution=cfg.steps_per_execution,
                       jit_compile=cfg.jit_compile)
@@ -262,15 +270,21 @@ def train(cfg, strategy, train_source, vocab_size):
 
     def dataset_fn(context):
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
+        sharded = context.num_input_pipelines > 1
+        if sharded and (os.path.isdir(train_source) or train_source.endswith(".json")):
+            files = [s["file"] for s in read_manifest(train_source)["shards"]]
+            mine, _ = pipeline_share(files, None, context)
+            say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
+                f"reads {', '.join(mine)}")
         return pretraining_dataset(
             train_source, context.get_per_replica_batch_size(cfg.global_batch_size),
-            input_context=context if context.num_input_pipelines > 1 else None,
-            seed=cfg.seed, model_config=bert_config,
-            start_batch=step * replicas_per_pipeline)
+            input_context=context if sharded else None, shuffle_buffer=cfg.shuffle_buffer,
+            seed=cfg.seed, model_config=bert_config, start_batch=step * replicas_per_pipeline)
 
     if strategy is tf.distribute.get_strategy():  # the default: no distribution
         dataset = pretraining_dataset(train_source, cfg.global_batch_size, seed=cfg.seed,
-                                      model_config=bert_config, start_batch=step)
+                                      shuffle_buffer=cfg.shuffle_buffer, model_config=bert_config,
+                                      start_batch=step)
     else:
         dataset = strategy.distribute_datasets_from_function(dataset_fn)
     saver = CheckpointEveryEpoch(checkpoint, interval)
@@ -357,11 +371,17 @@ def main(argv):
     started = time.time()
     from training.checkpointing import OutputLock
 
+    role = _worker_role() if cfg.strategy == "multi_worker" else ""
     try:
-        lock = OutputLock(cfg.output_dir)
+        lock = OutputLock(cfg.output_dir, role)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
-    _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"))
+    if role and not _is_tfrecords(cfg.input):
+        raise SystemExit("--strategy=multi_worker reads TFRecords (--input=<folder>): write them "
+                         "once first with `python -m tf_records.create_pretraining_data`.")
+    chief = role in ("", "chief-0", "worker-0")
+    if chief:
+        _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"))
     if cfg.mixed_precision:
         import keras
 
@@ -375,7 +395,12 @@ def main(argv):
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
-    summary = {"batches_trained": step}
+    if not chief:
+        say(f"Worker {role} done: {step} batches.")
+        return
+    if strategy.num_replicas_in_sync > 1 or role:
+        model = _local_copy(cfg, model, vocab_size)  # evaluate and export outside the strategy
+    summary = {"batches_trained": step, "replicas": strategy.num_replicas_in_sync}
     if heldout_source:
         results = evaluate(model, heldout_source, train_source, cfg.global_batch_size, bert_config)
         summary.update(results)
@@ -398,10 +423,27 @@ def main(argv):
     summary["export"] = os.path.abspath(export_dir)
     summary["wall_seconds"] = round(time.time() - started, 1)
     _write_json(os.path.join(cfg.output_dir, "summary.json"), summary)
-    say(f"Exported SavedModel (signatures serving_default, serving_text, serving_text_pair) -> "
+    signatures = "serving_default, serving_text, serving_text_pair" if vocab_file else "serving_default"
+    say(f"Exported SavedModel (signatures {signatures}) -> "
         f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
         f"{os.path.join(export_dir, 'pretrainer.keras')}. Done in {time.time() - started:.0f} s.")
     lock.release()
+
+
+def _worker_role():
+    task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
+    return f"{task.get('type', 'worker')}-{task.get('index', 0)}"
+
+
+def _local_copy(cfg, model, vocab_size):
+    """The trained weights in a model built outside any strategy."""
+    import tensorflow as tf
+
+    with tf.distribute.get_strategy().scope():
+        local, _ = build_model(cfg, vocab_size)
+    local.set_weights(model.get_weights())
+    local.compile(optimizer=model.optimizer.__class__.from_config(model.optimizer.get_config()))
+    return local
 
 
 def _heldout_text(cfg):

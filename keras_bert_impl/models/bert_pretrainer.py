@@ -55,6 +55,30 @@ class _Pretrainer(keras.Model):
     def compile_from_config(self, config):
         _compile_from_config(self, config)
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Builds from the known input structure instead of a real batch.
+
+        Under a distribution strategy Keras 3.15's TF trainer builds the
+        model by taking one batch from the training iterator (that batch is
+        then never trained on, which would break exact resume) and averages
+        it over replicas (turning int ids into floats, which our input check
+        rejects). Our inputs and targets are fixed, so symbolic specs do.
+        """
+        if data_batch is None and iterator is not None:
+            data_batch = self._symbolic_batch()
+        super()._maybe_symbolic_build(iterator=None, data_batch=data_batch)
+
+    def _symbolic_batch(self):
+        import tensorflow as tf
+
+        x = {name: tf.TensorSpec([None, None], tf.int32) for name in self.input}
+        y, sample_weight = {}, {}
+        for name, output in self.output.items():
+            shape = [None] * (len(output.shape) - 1)
+            y[name] = tf.TensorSpec(shape, tf.int32)
+            sample_weight[name] = tf.TensorSpec(shape, tf.float32)
+        return x, y, sample_weight
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "backbone": keras.layers.serialize(self.backbone)}

