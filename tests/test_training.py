@@ -325,8 +325,8 @@ def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
     """MultiWorkerMirroredStrategy, 2 worker processes on localhost (TF_CONFIG),
     global batch 8: each worker reads its own shards, and with records in
     order the 2 workers' steps see the same 8 records as one worker's, so
-    the weights match the one-worker run (within 2e-4, per-replica loss
-    means as in the mirrored test)."""
+    losses and weights match the one-worker run (tolerances and reasons as
+    in the mirrored test; clipping off)."""
     shared = str(tmp_path / "multi")
     cluster = {"worker": [f"localhost:{p}" for p in _free_ports(2)]}
     procs = []
@@ -335,10 +335,11 @@ def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
                                               "task": {"type": "worker", "index": index}}))
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "training.pretrain",
-             *_pretrain_args(records, shared, strategy="multi_worker", shuffle_buffer=0)],
+             *_pretrain_args(records, shared, strategy="multi_worker", shuffle_buffer=0,
+                             clip_norm=0)],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=900) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (_, err) in zip(procs, outputs):
         assert proc.returncode == 0, err[-3000:]
     reads = [[line for line in out.splitlines() if line.startswith("Input pipeline")] for out, _ in outputs]
     assert reads[0] == ["Input pipeline 0 of 2 reads shard-00000.tfrecord, shard-00002.tfrecord"]
@@ -346,10 +347,11 @@ def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
     assert "Worker worker-1 done: 12 batches." in outputs[1][0]
 
     single = str(tmp_path / "single")
-    result = _run_pretrain(_pretrain_args(records, single, shuffle_buffer=0))
+    result = _run_pretrain(_pretrain_args(records, single, shuffle_buffer=0, clip_norm=0))
     assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(_logged_losses(outputs[0][0]), _logged_losses(result.stdout), rtol=2e-4)
     a, _ = _weights(os.path.join(shared, "export", "pretrainer.keras"))
     b, _ = _weights(os.path.join(single, "export", "pretrainer.keras"))
-    worst = max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
-    print(f"2 workers vs 1: max weight difference {worst:.2e}")
-    assert worst < 2e-4
+    diffs = np.concatenate([np.abs(x - y).ravel() for x, y in zip(a, b)])
+    print(f"2 workers vs 1: weight difference mean {diffs.mean():.2e} max {diffs.max():.2e}")
+    assert diffs.mean() < 1e-4 and diffs.max() < 4e-3

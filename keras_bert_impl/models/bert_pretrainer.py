@@ -45,6 +45,15 @@ def _compile_from_config(model, config):
         model.optimizer.build(model.trainable_variables)
 
 
+def _multi_worker():
+    import tensorflow as tf
+
+    strategy = tf.distribute.get_strategy()
+    in_multi_worker_mode = getattr(strategy.extended, "_in_multi_worker_mode", None)
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and bool(
+        in_multi_worker_mode and in_multi_worker_mode())
+
+
 class _Pretrainer(keras.Model):
     """What both pretrainers share: input checks, config, compile restore."""
 
@@ -67,6 +76,17 @@ class _Pretrainer(keras.Model):
         if data_batch is None and iterator is not None:
             data_batch = self._symbolic_batch()
         super()._maybe_symbolic_build(iterator=None, data_batch=data_batch)
+
+    def train_step(self, data):
+        logs = super().train_step(data)
+        if _multi_worker():
+            # Keras 3.15 reduces a multi-worker step's logs with
+            # `strategy.reduce("MEAN", v, axis=0)`, which fails on scalars;
+            # shape (1,) reduces to the same scalar.
+            import tensorflow as tf
+
+            logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
+        return logs
 
     def _symbolic_batch(self):
         import tensorflow as tf
