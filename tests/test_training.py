@@ -355,3 +355,38 @@ def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
     diffs = np.concatenate([np.abs(x - y).ravel() for x, y in zip(a, b)])
     print(f"2 workers vs 1: weight difference mean {diffs.mean():.2e} max {diffs.max():.2e}")
     assert diffs.mean() < 1e-4 and diffs.max() < 4e-3
+
+
+def test_strategy_errors_say_what_is_missing(monkeypatch):
+    from training.distribution import make_strategy
+    from training.distribution import replicas_batch
+
+    with pytest.raises(RuntimeError, match="No TPU reachable with --tpu='local'.*TPU runtime"):
+        make_strategy("tpu", "local")
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
+        make_strategy("multi_worker")
+    with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
+        make_strategy("gpu")
+    strategy = make_strategy("cpu")
+    assert replicas_batch(strategy, 32) == 32
+
+    class TwoReplicas:
+        num_replicas_in_sync = 2
+
+    with pytest.raises(ValueError, match="global batch 33 does not divide by the 2 replicas"):
+        replicas_batch(TwoReplicas(), 33)
+
+
+def test_accumulation_lamb_and_steps_per_execution_train(records, tmp_path):
+    """6 updates of 2 accumulated batches each with LAMB, 2 steps per
+    execution: 12 batches, the optimizer's update count 6."""
+    out = str(tmp_path / "run")
+    result = _run_pretrain(_pretrain_args(
+        records, out, num_train_steps=6, checkpoint_every_steps=3, gradient_accumulation_steps=2,
+        optimizer="lamb", steps_per_execution=2))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "for 12 batches of 8" in result.stdout and "step 12/12" in result.stdout
+    _, updates = _weights(os.path.join(out, "export", "pretrainer.keras"))
+    assert updates == 6
+    assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-12")

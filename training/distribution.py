@@ -54,8 +54,9 @@ def _tpu_strategy(tpu):
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise RuntimeError(
-            f"No TPU reachable with --tpu={tpu!r}: {e}. On a Colab or Cloud TPU VM use "
+            f"No TPU reachable with --tpu={tpu!r}: {reason}. On a Colab or Cloud TPU VM use "
             "--tpu=local with the TPU runtime selected (and TensorFlow built for TPU, the "
             "`tensorflow-tpu` package); on a TPU node give its name or grpc:// address.") from None
     return tf.distribute.TPUStrategy(resolver)
