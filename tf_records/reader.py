@@ -180,6 +180,7 @@ def pretraining_dataset(
     files = tf.constant(files)
 
     def one_pass(p):
+        p = tf.cast(p, tf.int64)
         order = files
         if shuffle_buffer:
             order = tf.random.experimental.stateless_shuffle(files, seed=tf.stack([seed, p]))
@@ -193,9 +194,16 @@ def pretraining_dataset(
             ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
         return ds
 
-    passes = tf.data.Dataset.range(first_pass, 2**62 if repeat else 1)
-    ds = passes.flat_map(lambda p: one_pass(tf.cast(p, tf.int64))).skip(skip_records)
-    ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch
+    if repeat:
+        passes = tf.data.Dataset.range(first_pass, 2**62)
+    else:
+        # A finite dataset iterated again (fit with epochs=N) gets the next
+        # pass number: a new order and, with dynamic masking, new masks.
+        iterations = tf.Variable(-1, dtype=tf.int64, trainable=False)
+        passes = tf.data.Dataset.range(1).map(lambda _: iterations.assign_add(1))
+    # Each record carries its pass number (for the mask seed below).
+    ds = passes.flat_map(lambda p: one_pass(p).map(lambda record: (record, p)))
+    ds = ds.skip(skip_records).batch(batch_size, drop_remainder=True)  # TPUs/XLA: static batch
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             max(0, records_per_pass - skip_records) // batch_size))
@@ -203,18 +211,23 @@ def pretraining_dataset(
         ids = manifest["special_ids"]
         masking = manifest["instance_config"]
 
-        # The mask seed of a batch is (seed, its index in the stream): new
-        # masks for every batch and epoch, the same after a resume.
-        def parse(index, records):
+        # The mask seed of a batch is (seed, its index in the stream) folded
+        # with its pass: new masks for every batch and epoch, the same after
+        # a resume.
+        def parse(index, batch):
+            records, pass_numbers = batch
+            batch_seed = tf.random.experimental.stateless_fold_in(
+                tf.stack([tf.cast(seed, tf.int64), index]), pass_numbers[0])
             features = mask_batch(
-                tf.io.parse_example(records, spec), tf.stack([tf.cast(seed, tf.int64), index]),
+                tf.io.parse_example(records, spec), batch_seed,
                 manifest["vocab_size"], ids["cls"], ids["sep"], ids["mask"],
                 masking["masked_lm_prob"], schema.max_predictions_per_seq)
             return to_model_inputs(features)
 
         ds = ds.enumerate(start=start_batch)
     else:
-        def parse(records):
+        def parse(records, pass_numbers):
+            del pass_numbers
             return to_model_inputs(tf.io.parse_example(records, spec))
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
