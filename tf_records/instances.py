@@ -75,10 +75,14 @@ class VocabInfo:
 @dataclasses.dataclass
 class Instance:
     token_ids: list
-    segment_ids: list
+    a_length: int  # tokens of segment A with [CLS] and its [SEP]; the rest is B
     is_random_next: bool
     masked_lm_positions: list
     masked_lm_ids: list
+
+    @property
+    def segment_ids(self):
+        return [0] * self.a_length + [1] * (len(self.token_ids) - self.a_length)
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
@@ -239,13 +243,13 @@ def create_instances_from_document(documents, document_index, config, vocab, rng
                 truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 if tokens_a and tokens_b:
                     token_ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
-                    segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
                     if config.original_rng and not config.unmasked:
                         output, positions, labels = create_masked_lm_predictions(
                             token_ids, config, vocab, rng)
                     else:
                         output, positions, labels = token_ids, [], []
-                    instances.append(Instance(output, segment_ids, is_random_next, positions, labels))
+                    instances.append(
+                        Instance(output, len(tokens_a) + 2, is_random_next, positions, labels))
             chunk = []
             chunk_length = 0
         i += 1

@@ -30,11 +30,10 @@ def pack_instances(instances, max_seq_length):
     lengths = np.fromiter((len(i.token_ids) for i in instances), np.int64, n)
     mask = np.arange(max_seq_length)[None, :] < lengths[:, None]
     ids = np.zeros((n, max_seq_length), np.int32)
-    segments = np.zeros((n, max_seq_length), np.int32)
     ids[mask] = np.fromiter(
         itertools.chain.from_iterable(i.token_ids for i in instances), np.int32, int(lengths.sum()))
-    segments[mask] = np.fromiter(
-        itertools.chain.from_iterable(i.segment_ids for i in instances), np.int32, int(lengths.sum()))
+    a_lengths = np.fromiter((i.a_length for i in instances), np.int64, n)
+    segments = (mask & (np.arange(max_seq_length)[None, :] >= a_lengths[:, None])).astype(np.int32)
     labels = np.fromiter((i.is_random_next for i in instances), np.int32, n)
     return ids, mask.astype(np.int32), segments, labels
 
