@@ -43,7 +43,7 @@ try:
     tf.app.run(c.main, argv=[sys.argv[0]] + {args!r})
 except SystemExit:
     pass
-print("RESULT", time.time() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print("RESULT", time.time() - start, {hwm})
 """
 
 _OURS = """
@@ -54,9 +54,14 @@ from tf_records.writer import WriterConfig, write_pretraining_data
 start = time.time()
 m = write_pretraining_data([{corpus!r}], {vocab!r}, {out!r}, InstanceConfig(original_rng={exact}),
     WriterConfig(dupe_factor={dupe}, num_workers={workers}, documents_per_block={block}), progress=False)
-print("RESULT", time.time() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+print("RESULT", time.time() - start, {hwm},
       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, sum(s["records"] for s in m["shards"]))
 """
+
+
+# This process's own peak RSS in kB. Not ru_maxrss: Linux carries it over
+# exec from the forking parent (which has TensorFlow loaded).
+_HWM = ("int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])")
 
 
 def make_corpus(path, megabytes):
@@ -131,7 +136,7 @@ def main(argv):
         documents = make_corpus(corpus, FLAGS.mb * scale)
         args = [f"--input_file={corpus}", f"--output_file={work}/original{scale}.tfrecord",
                 f"--vocab_file={vocab}", "--do_lower_case=True", f"--dupe_factor={FLAGS.dupe_factor}"]
-        original_time, original_rss = run(_SHIM.format(dir=FLAGS.original_dir, args=args))
+        original_time, original_rss = run(_SHIM.format(dir=FLAGS.original_dir, args=args, hwm=_HWM))
         original_records = count_records(f"{work}/original{scale}.tfrecord")
         print(f"{FLAGS.mb * scale:.1f} MB, {documents} documents:")
         print(f"  original               {original_records:8d} instances {original_time:7.1f} s "
@@ -139,7 +144,8 @@ def main(argv):
         for exact in (False, True):
             ours_time, ours_rss, child_rss, ours_records = run(_OURS.format(
                 root=ROOT, corpus=corpus, vocab=vocab, out=f"{work}/ours{scale}{exact}",
-                dupe=FLAGS.dupe_factor, workers=FLAGS.num_workers, block=2000, exact=exact))
+                dupe=FLAGS.dupe_factor, workers=FLAGS.num_workers, block=2000, exact=exact,
+                hwm=_HWM))
             name = "original_rng" if exact else "vectorized  "
             print(f"  ours x{FLAGS.num_workers} {name}  {int(ours_records):8d} instances "
                   f"{ours_time:7.1f} s {ours_records / ours_time:9.0f} inst/s  peak RSS main "
@@ -149,7 +155,7 @@ def main(argv):
     # per-token draws -> the original's records.
     corpus = os.path.join(work, "corpus1.txt")
     run(_OURS.format(root=ROOT, corpus=corpus, vocab=vocab, out=f"{work}/exact", dupe=FLAGS.dupe_factor,
-                     workers=1, block=10**9, exact=True))
+                     workers=1, block=10**9, exact=True, hwm=_HWM))
     import numpy as np
 
     ours = parsed_records(sorted(tf_glob(f"{work}/exact/shard-*.tfrecord")))

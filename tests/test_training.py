@@ -201,6 +201,13 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     result = _run_pretrain(_pretrain_args(records, straight))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "step 12/12" in result.stdout
+    # TensorBoard scalars at each logged step (loss, accuracies, lr, throughput).
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(os.path.join(straight, "tensorboard")).Reload()
+    tags = set(events.Tags()["tensors"]) | set(events.Tags()["scalars"])
+    assert {"loss", "masked_lm_accuracy", "next_sentence_accuracy", "learning_rate",
+            "tokens_per_second"} <= tags, tags
 
     resumed = str(tmp_path / "resumed")
     args = _pretrain_args(records, resumed)
