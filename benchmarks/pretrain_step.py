@@ -23,6 +23,7 @@ round is one `fit` epoch of `--steps` batches read by our `tf.data` reader
 (keras-hub's inputs renamed in the same pipeline), so input work counts.
 """
 
+import gc
 import json
 import os
 import subprocess
@@ -248,6 +249,9 @@ def run_single(spec):
     for _ in range(spec["rounds"]):
         for model, dataset, times in runs.values():
             if spec.get("records"):  # the whole fit epoch, input pipeline included
+                # The other model's last iterator (and its prefetch threads)
+                # must be gone, or it competes for the 2 cores.
+                gc.collect()
                 start = time.perf_counter()
                 model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0)
                 times.append((time.perf_counter() - start) / spec["steps"])
