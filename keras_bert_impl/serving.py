@@ -59,8 +59,12 @@ class _Serving(tf.Module):
         if self.next_sentence_head is not None:
             out["next_sentence"] = self.next_sentence_head(out["pooled_output"], training=False)
         if masked_lm_positions is not None:
-            out["masked_lm"] = self.masked_lm_head(
-                out["sequence_output"], masked_lm_positions, training=False)
+            # Through the whole pretrainer, as in fit: calling the head alone
+            # here reads its float32 bias under the backbone's bfloat16
+            # autocast when the policy is mixed.
+            predictions = self.model({**inputs, "masked_lm_positions": masked_lm_positions},
+                                     training=False)
+            out["masked_lm"] = predictions["masked_lm"]
         return {k: tf.cast(v, tf.float32) for k, v in out.items()}
 
     def text_outputs(self, text_a, text_b=None):

@@ -122,3 +122,16 @@ def test_export_replaces_atomically(exported, tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
     loaded = tf.saved_model.load(path)
     assert set(loaded.signatures) == {"serving_default"}  # no vocabulary, no text signatures
+
+
+def test_mixed_bfloat16_pretrainer_exports(tmp_path):
+    model = BertPretrainer(BertBackbone.from_bert_config(preset("tiny"), dtype="mixed_bfloat16"))
+    path = export_saved_model(model, str(tmp_path / "bf16"), VOCAB, max_seq_length=16)
+    loaded = tf.saved_model.load(path)
+    ids = {k: tf.ones([2, 8], tf.int32) for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    out = loaded.signatures["serving_default"](masked_lm_positions=tf.ones([2, 3], tf.int32), **ids)
+    expected = model({**ids, "masked_lm_positions": tf.ones([2, 3], tf.int32)}, training=False)
+    assert out["masked_lm"].dtype == tf.float32
+    # bfloat16 keeps ~3 significant digits; graph and eager round differently.
+    np.testing.assert_allclose(out["masked_lm"], expected["masked_lm"], atol=1e-2)
+    assert loaded.signatures["serving_text"](text=tf.constant(["hi"]))["pooled_output"].shape == (1, 128)
