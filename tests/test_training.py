@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertPretrainer
@@ -34,17 +35,7 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
 def _text(path, documents=300, seed=0):
     import inspect
 
-    sentences = []
-    for module in (os.path, subprocess, json, inspect):
-        for name in sorted(dir(module)):
-            doc = inspect.getdoc(getattr(module, name, None)) or ""
-            sentences += [s.strip() for s in doc.replace("\n", " ").split(". ") if len(s.split()) > 3]
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(documents):
-        lines += list(rng.choice(sentences, rng.integers(2, 10))) + [""]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return str(path)
+    return write_docstring_corpus(path, (os.path, subprocess, json, inspect), documents, 10, seed)
 
 
 @pytest.fixture(scope="module")
