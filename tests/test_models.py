@@ -67,6 +67,25 @@ def test_pretrainer_fit_and_save(odd_config, tmp_path):
     assert loaded.masked_lm_head.word_embedding is loaded.backbone.word_embedding
 
 
+@pytest.mark.parametrize("policy, atol", [("float32", 1e-5), ("mixed_bfloat16", 0.05)])
+@pytest.mark.parametrize("cls", [BertPretrainer, BertMaskedLMPretrainer])
+def test_pretrainer_equals_heads_on_the_whole_backbone(odd_config, cls, policy, atol):
+    """The pretrainer's last block computes only [CLS] and the masked rows:
+    its outputs must equal the heads applied to the full backbone output."""
+    model = cls(BertBackbone.from_bert_config(odd_config, dtype=policy))
+    x = make_inputs(batch=4, seq=9, predictions=4, pad_last=3)
+    x["masked_lm_positions"][1] = [0, 5, 5, 8]  # [CLS], a repeat, the last position
+    x["masked_lm_positions"][2, 2:] = 0  # padded prediction slots
+    full = model.backbone({k: v for k, v in x.items() if k != "masked_lm_positions"})
+    expected_mlm = model.masked_lm_head(full["sequence_output"], x["masked_lm_positions"])
+    out = model(x, training=False)
+    assert out["masked_lm"].shape == (4, 4, 99)
+    np.testing.assert_allclose(out["masked_lm"], expected_mlm, atol=atol, rtol=0)
+    if cls is BertPretrainer:
+        expected_nsp = model.next_sentence_head(full["pooled_output"])
+        np.testing.assert_allclose(out["next_sentence"], expected_nsp, atol=atol, rtol=0)
+
+
 def test_masked_lm_loss_is_weighted_mean(odd_config):
     model = BertPretrainer(BertBackbone.from_bert_config(odd_config))
     model.compile()

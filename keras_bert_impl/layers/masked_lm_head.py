@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
+from keras_bert_impl.layers.select_positions import select_positions
 
 # B=batch, S=sequence, P=predictions per sequence, H=hidden, V=vocab
 
@@ -25,7 +26,8 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: float `(B, S, H)`.
-        masked_lm_positions: int `(B, P)`, indices into S.
+        masked_lm_positions: int `(B, P)`, indices into S; None when
+            `sequence_output` already holds just the masked rows `(B, P, H)`.
 
     Returns:
         float32 logits `(B, P, V)`.
@@ -73,18 +75,14 @@ class MaskedLMHead(keras.layers.Layer):
             shape=(self.word_embedding.input_dim,),
             initializer="zeros",
             dtype="float32",
+            autocast=False,  # stays float32 inside any caller's bfloat16 autocast
         )
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions):
-        # A one-hot matmul, not a gather: its gradient is one small batched
-        # matmul instead of a scatter into a zeroed (B, S, H) tensor.
-        selector = keras.ops.one_hot(
-            keras.ops.cast(masked_lm_positions, "int32"),
-            keras.ops.shape(sequence_output)[1],
-            dtype=self.compute_dtype,
-        )  # (B, P, S)
-        x = keras.ops.matmul(selector, sequence_output)  # (B, P, H)
+    def call(self, sequence_output, masked_lm_positions=None):
+        x = keras.ops.cast(sequence_output, self.compute_dtype)
+        if masked_lm_positions is not None:
+            x = select_positions(x, masked_lm_positions)  # (B, P, H)
         x = self.dense(x)
         x = keras.ops.cast(self.layer_norm(x), self.compute_dtype)
         logits = self.word_embedding(x, reverse=True)  # (B, P, V)
@@ -92,7 +90,9 @@ class MaskedLMHead(keras.layers.Layer):
         # the generic broadcast-sum over (B, P).
         return tf.nn.bias_add(keras.ops.cast(logits, "float32"), self.output_bias)
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape=None):
+        if masked_lm_positions_shape is None:
+            return tuple(sequence_output_shape[:-1]) + (self.word_embedding.input_dim,)
         return tuple(masked_lm_positions_shape) + (self.word_embedding.input_dim,)
 
     def get_config(self):

@@ -36,8 +36,11 @@ class SelfAttention(keras.layers.Layer):
         initializer_range: float. Stddev of the truncated normal init.
 
     Call arguments:
-        inputs: float `(B, S, H)`.
-        input_mask: int `(B, S)`, 1 for real tokens and 0 for padding keys.
+        inputs: float `(B, T, H)`: keys and values (and queries, by default).
+        input_mask: int `(B, T)`, 1 for real tokens and 0 for padding keys.
+        query_inputs: optional float `(B, S, H)`: the rows to attend from,
+            when only some positions' outputs are needed (the pretrainer's
+            last block). Defaults to `inputs`.
         training: bool. Applies dropout when True.
 
     Returns:
@@ -83,18 +86,13 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense.build((None, self.hidden_size))
         self.built = True
 
-    def call(self, inputs, input_mask, training=None):
-        batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
+    def call(self, inputs, input_mask, query_inputs=None, training=None):
+        if query_inputs is None:
+            query, key, value = self._project_all(inputs)
+        else:
+            query, key, value = self._project_some(query_inputs, inputs)
+        batch, seq = keras.ops.shape(query)[0], keras.ops.shape(query)[2]
         n, d = self.num_attention_heads, self.head_size
-        # Dense layers on 2-D (B*S, H): grappler then fuses MatMul + BiasAdd
-        # into one oneDNN kernel (a 3-D Dense goes through Tensordot reshapes
-        # that block the fusion).
-        qkv = self.query_key_value(keras.ops.reshape(inputs, (-1, self.hidden_size)))  # (B*S, 3H)
-        qkv = keras.ops.reshape(qkv, (batch, seq, 3, n, d))  # (B, S, 3, N, D)
-        qkv = keras.ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, S, D)
-        # unstack, not qkv[i]: the gradient of a strided slice writes a full
-        # zero tensor per slice, the gradient of unstack is one stack.
-        query, key, value = keras.ops.unstack(qkv, 3, axis=0)  # (B, N, S, D) each
         # Scaling the queries (B*S*H values) is cheaper than the scores (B*N*S*S).
         query = query * keras.ops.cast(d**-0.5, query.dtype)
         # Plain batched matmuls on a head-major layout: on CPU they run ~1.5x
@@ -110,8 +108,41 @@ class SelfAttention(keras.layers.Layer):
         context = keras.ops.reshape(context, (-1, n * d))  # (B*S, H)
         return keras.ops.reshape(self.output_dense(context), (batch, seq, n * d))  # (B, S, H)
 
-    def compute_output_shape(self, inputs_shape, input_mask_shape=None):
-        return inputs_shape
+    def _project_all(self, inputs):
+        """Queries, keys and values `(B, N, S, D)` of every position."""
+        batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
+        # Dense layers on 2-D (B*S, H): grappler then fuses MatMul + BiasAdd
+        # into one oneDNN kernel (a 3-D Dense goes through Tensordot reshapes
+        # that block the fusion).
+        qkv = self.query_key_value(keras.ops.reshape(inputs, (-1, self.hidden_size)))  # (B*S, 3H)
+        qkv = keras.ops.reshape(
+            qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))  # (B, S, 3, N, D)
+        qkv = keras.ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, S, D)
+        # unstack, not qkv[i]: the gradient of a strided slice writes a full
+        # zero tensor per slice, the gradient of unstack is one stack.
+        return keras.ops.unstack(qkv, 3, axis=0)  # (B, N, S, D) each
+
+    def _project_some(self, query_inputs, inputs):
+        """Queries of `query_inputs` `(B, N, S, D)`; keys, values of `inputs` `(B, N, T, D)`.
+
+        The same fused kernel, split by columns: [query | key | value].
+        """
+        h, n, d = self.hidden_size, self.num_attention_heads, self.head_size
+        kernel = keras.ops.cast(self.query_key_value.kernel, self.compute_dtype)  # (H, 3H)
+        bias = keras.ops.cast(self.query_key_value.bias, self.compute_dtype)  # (3H,)
+
+        def project(x, columns, parts):
+            batch, length = keras.ops.shape(x)[0], keras.ops.shape(x)[1]
+            y = keras.ops.matmul(keras.ops.reshape(x, (-1, h)), kernel[:, columns]) + bias[columns]
+            y = keras.ops.reshape(y, (batch, length, parts, n, d))
+            return keras.ops.transpose(y, (2, 0, 3, 1, 4))  # (parts, B, N, length, D)
+
+        query = project(query_inputs, slice(0, h), 1)[0]
+        key, value = keras.ops.unstack(project(inputs, slice(h, 3 * h), 2), 2, axis=0)
+        return query, key, value
+
+    def compute_output_shape(self, inputs_shape, input_mask_shape=None, query_inputs_shape=None):
+        return query_inputs_shape or inputs_shape
 
     def get_config(self):
         config = super().get_config()

@@ -5,8 +5,10 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.self_attention import SelfAttention
+from keras_bert_impl.layers.select_positions import select_positions
 
-# B=batch, S=sequence, H=hidden, I=intermediate
+# B=batch, S=sequence, Q=selected positions, H=hidden, I=intermediate
+
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -29,10 +31,15 @@ class TransformerEncoder(keras.layers.Layer):
     Call arguments:
         inputs: float `(B, S, H)`.
         input_mask: int `(B, S)`, 1 for real tokens and 0 for padding.
+        query_positions: optional int `(B, Q)`: compute the block's output
+            only at these positions (attending to all of them), e.g. [CLS]
+            and the masked positions in the last block of a pretrainer,
+            whose heads read nothing else. Equal to gathering the full
+            output at those rows, for a fraction of the work.
         training: bool. Applies dropout when True.
 
     Returns:
-        `(B, S, H)`.
+        `(B, S, H)`, or `(B, Q, H)` with `query_positions`.
 
     Example:
     >>> block = TransformerEncoder(12, 3, 37, "gelu")
@@ -99,10 +106,13 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, input_mask, training=None):
-        x = self.attention(inputs, input_mask, training=training)  # (B, S, H)
+    def call(self, inputs, input_mask, query_positions=None, training=None):
+        queries = None
+        if query_positions is not None:
+            queries = select_positions(inputs, query_positions)  # (B, Q, H)
+        x = self.attention(inputs, input_mask, query_inputs=queries, training=training)
         x = self.attention_dropout(x, training=training)
-        x = self.attention_layer_norm(inputs + x)
+        x = self.attention_layer_norm((inputs if queries is None else queries) + x)
         x = keras.ops.cast(x, self.compute_dtype)
         # 2-D (B*S, .) Dense layers: lets grappler fuse MatMul + BiasAdd + GELU.
         h = self.intermediate_dense(keras.ops.reshape(x, (-1, self.hidden_size)))  # (B*S, I)
@@ -112,8 +122,11 @@ class TransformerEncoder(keras.layers.Layer):
         h = self.output_layer_norm(x + h)
         return keras.ops.cast(h, self.compute_dtype)
 
-    def compute_output_shape(self, inputs_shape, input_mask_shape=None):
-        return inputs_shape
+    def compute_output_shape(self, inputs_shape, input_mask_shape=None,
+                             query_positions_shape=None):
+        if query_positions_shape is None:
+            return inputs_shape
+        return tuple(query_positions_shape) + (inputs_shape[-1],)
 
     def get_config(self):
         config = super().get_config()
