@@ -4,8 +4,8 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 from keras_bert_impl.layers.select_positions import select_positions
+from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 
 # B=batch, S=sequence, P=predictions per sequence, H=hidden, V=vocab
 

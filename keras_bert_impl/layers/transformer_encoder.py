@@ -4,8 +4,8 @@ import keras
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
-from keras_bert_impl.layers.self_attention import SelfAttention
 from keras_bert_impl.layers.select_positions import select_positions
+from keras_bert_impl.layers.self_attention import SelfAttention
 
 # B=batch, S=sequence, Q=selected positions, H=hidden, I=intermediate
 

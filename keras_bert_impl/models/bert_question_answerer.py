@@ -1,0 +1,54 @@
+"""`BertQuestionAnswerer`: span start/end logits for SQuAD."""
+
+import keras
+
+from keras_bert_impl.models.bert_task_model import BertTaskModel
+from keras_bert_impl.models.bert_task_model import backbone_inputs
+from keras_bert_impl.models.bert_task_model import head_initializer
+
+# B=batch, S=sequence
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertQuestionAnswerer(BertTaskModel):
+    """A start vector and an end vector over every token (paper Sec. 4.2).
+
+    As the original `run_squad.create_model`: one Dense(2) on the sequence
+    output, split into start and end logits; the loss is the mean of the two
+    cross-entropies over positions. Position 0 ([CLS]) stands for "no answer"
+    (SQuAD v2.0). Decoding (end >= start, max answer length, max-context
+    windows) lives with the data, in `tasks/squad.py`.
+
+    Args:
+        backbone: `BertBackbone`.
+
+    Call arguments:
+        inputs: dict of int32 `(B, S)` `input_word_ids`, `input_mask`,
+            `input_type_ids`.
+
+    Returns:
+        dict of float32 `start_logits` and `end_logits`, each `(B, S)`.
+    """
+
+    def __init__(self, backbone, **kwargs):
+        # === Layers ===
+        self.backbone = backbone
+        self.span_dense = keras.layers.Dense(
+            2, kernel_initializer=head_initializer(backbone), dtype="float32", name="span_logits")
+        # === Functional graph ===
+        inputs = backbone_inputs()
+        logits = self.span_dense(backbone(inputs)["sequence_output"])  # (B, S, 2)
+        outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}  # (B, S) each
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def compile(self, optimizer="adamw", loss=None, loss_weights=None, metrics=None, **kwargs):
+        """(start cross-entropy + end cross-entropy) / 2 by default, as the original."""
+        if loss is None:
+            loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                    for name in ("start_logits", "end_logits")}
+            loss_weights = loss_weights or {"start_logits": 0.5, "end_logits": 0.5}
+        if metrics is None:
+            metrics = {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                       for name in ("start_logits", "end_logits")}
+        super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
+                        metrics=metrics, **kwargs)
