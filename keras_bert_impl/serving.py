@@ -5,10 +5,18 @@ Signatures:
   `(B, S)` (+ `masked_lm_positions` `(B, P)` for pretrainers) ->
   `sequence_output`, `pooled_output` (+ `masked_lm` and `next_sentence`
   logits for pretrainers).
+- Fine-tuned models (`BertClassifier`, `BertTokenTagger`,
+  `BertQuestionAnswerer`, `BertMultipleChoice`): `serving_default` takes the
+  same three ids (`(B, C, S)` for multiple choice) and returns the task's
+  outputs: `logits` (`start_logits` and `end_logits` for span QA).
 - `serving_text` (`text` `(B,)` strings) and `serving_text_pair` (`text_a`,
   `text_b`): tokenized in the graph with the model's vocabulary, packed as
   `[CLS] A [SEP] (B [SEP])` and truncated (longest first, as the original) to
-  `max_seq_length`; outputs as `serving_default` without `masked_lm`.
+  `max_seq_length`; outputs as `serving_default` without `masked_lm`, plus
+  the packed ids (so token-level outputs can be read against them). Not for
+  multiple choice (its inputs are sets of pairs). Span QA through
+  `serving_text_pair` (question, context) reads one window: contexts longer
+  than `max_seq_length` are truncated, not windowed as `tasks/squad.py` does.
 
 The SavedModel needs only `tensorflow` and `tensorflow_text` to load.
 Requests longer than `max_position_embeddings` fail with an
@@ -23,6 +31,8 @@ import tensorflow as tf
 
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
+from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
@@ -34,7 +44,7 @@ def _parts(model):
     if not isinstance(backbone, BertBackbone):
         raise ValueError(
             f"Cannot export {type(model).__name__}: expected a BertBackbone or a model with a "
-            "`backbone` attribute (BertPretrainer, BertMaskedLMPretrainer).")
+            "`backbone` attribute (BertPretrainer, BertClassifier, ...).")
     return backbone, getattr(model, "masked_lm_head", None), getattr(model, "next_sentence_head", None)
 
 
@@ -48,11 +58,15 @@ class _Serving(tf.Module):
         self.max_positions = self.backbone.bert_config.max_position_embeddings
 
     def outputs(self, inputs, masked_lm_positions=None):
-        length = tf.shape(inputs["input_word_ids"])[1]
+        length = tf.shape(inputs["input_word_ids"])[-1]
         tf.debugging.assert_less_equal(
             length, self.max_positions,
             message=f"Sequences may be at most max_position_embeddings={self.max_positions} "
                     "tokens long")
+        if isinstance(self.model, BertTaskModel):
+            out = self.model(inputs, training=False)
+            out = out if isinstance(out, dict) else {self.model.output_name: out}
+            return {k: tf.cast(v, tf.float32) for k, v in out.items()}
         backbone_out = self.backbone(inputs, training=False)
         out = {"sequence_output": backbone_out["sequence_output"],
                "pooled_output": backbone_out["pooled_output"]}
@@ -73,15 +87,15 @@ class _Serving(tf.Module):
         return {**packed, **self.outputs(packed)}
 
 
-def _ids_spec():
-    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+def _ids_spec(rank=2):
+    return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
 
 
 def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128):
     """Writes a SavedModel of `model` with the signatures above.
 
     Args:
-        model: `BertBackbone`, `BertPretrainer` or `BertMaskedLMPretrainer`.
+        model: `BertBackbone`, a pretrainer or a fine-tuned task model.
         export_dir: str. Replaced atomically (written beside it, then renamed).
         vocab_file: str or None. Adds the text signatures.
         do_lower_case: bool. For the text signatures.
@@ -96,11 +110,13 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
         def serving_default(inputs, masked_lm_positions):
             return module.outputs(inputs, masked_lm_positions)
     else:
-        @tf.function(input_signature=[_ids_spec()])
+        rank = 3 if isinstance(model, BertMultipleChoice) else 2
+
+        @tf.function(input_signature=[_ids_spec(rank)])
         def serving_default(inputs):
             return module.outputs(inputs)
     signatures["serving_default"] = serving_default
-    if tokenizer is not None:
+    if tokenizer is not None and not isinstance(model, BertMultipleChoice):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             return module.text_outputs(text)

@@ -231,3 +231,26 @@ def test_hf_config_written(odd_config, tmp_path):
     values = json.loads((tmp_path / "config.json").read_text())
     assert values["model_type"] == "bert" and values["architectures"] == ["BertModel"]
     assert values["intermediate_size"] == 37
+
+
+def test_load_backbone_reads_every_format(odd_config, tmp_path):
+    from keras_bert_impl.checkpoints import find_vocab_file
+    from keras_bert_impl.checkpoints import load_backbone
+
+    pretrainer = BertPretrainer(BertBackbone.from_bert_config(odd_config))
+    x = make_inputs()
+    expected = np.asarray(pretrainer.backbone(x)["sequence_output"])
+    save_hf_checkpoint(pretrainer, str(tmp_path / "hf"))
+    save_google_checkpoint(pretrainer, str(tmp_path / "google"))
+    pretrainer.save(str(tmp_path / "model.keras"))
+    for path in (tmp_path / "hf", tmp_path / "google", tmp_path / "google" / "bert_model.ckpt",
+                 tmp_path / "model.keras"):
+        backbone = load_backbone(str(path))
+        assert isinstance(backbone, BertBackbone), path
+        np.testing.assert_allclose(backbone(x)["sequence_output"], expected, atol=1e-6)
+    bf16 = load_backbone(str(tmp_path / "model.keras"), dtype="mixed_bfloat16")
+    assert bf16.dtype_policy.name == "mixed_bfloat16"
+    with pytest.raises(ValueError, match="No checkpoint found at .*Hugging Face folder"):
+        load_backbone(str(tmp_path))
+    assert find_vocab_file(MINILM) == os.path.join(MINILM, "vocab.txt")
+    assert find_vocab_file(str(tmp_path)) is None

@@ -135,3 +135,44 @@ def test_mixed_bfloat16_pretrainer_exports(tmp_path):
     # bfloat16 keeps ~3 significant digits; graph and eager round differently.
     np.testing.assert_allclose(out["masked_lm"], expected["masked_lm"], atol=1e-2)
     assert loaded.signatures["serving_text"](text=tf.constant(["hi"]))["pooled_output"].shape == (1, 128)
+
+
+def _task_models():
+    from keras_bert_impl import BertClassifier
+    from keras_bert_impl import BertMultipleChoice
+    from keras_bert_impl import BertQuestionAnswerer
+    from keras_bert_impl import BertTokenTagger
+
+    def backbone():
+        return BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=30522))
+
+    return {"classifier": BertClassifier(backbone(), 3), "regressor": BertClassifier(backbone(), 1),
+            "tagger": BertTokenTagger(backbone(), 9), "span_qa": BertQuestionAnswerer(backbone()),
+            "multiple_choice": BertMultipleChoice(backbone())}
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor", "tagger", "span_qa",
+                                  "multiple_choice"])
+def test_fine_tuned_models_export(kind, tmp_path):
+    model = _task_models()[kind]
+    path = export_saved_model(model, str(tmp_path / "export"), VOCAB, max_seq_length=24)
+    loaded = tf.saved_model.load(path)
+    x = {k: np.asarray(v, np.int32) for k, v in BertTokenizer(VOCAB)(PAIRS, max_length=24).items()}
+    if kind == "multiple_choice":
+        x = {k: np.stack([v, v[::-1]], axis=0) for k, v in x.items()}  # (2, 2, 24)
+        assert set(loaded.signatures) == {"serving_default"}
+    expected = model(x, training=False)
+    expected = expected if isinstance(expected, dict) else {"logits": expected}
+    out = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})
+    assert set(out) == set(expected)
+    for name in expected:
+        np.testing.assert_allclose(out[name], expected[name], atol=1e-5)
+    if kind != "multiple_choice":
+        text = loaded.signatures["serving_text_pair"](text_a=tf.constant([PAIRS[0]]),
+                                                      text_b=tf.constant([PAIRS[1]]))
+        pair = {k: np.asarray(v, np.int32)
+                for k, v in BertTokenizer(VOCAB)([PAIRS[0]], [PAIRS[1]], max_length=24).items()}
+        want = model(pair, training=False)
+        want = want if isinstance(want, dict) else {"logits": want}
+        for name in want:
+            np.testing.assert_allclose(text[name], want[name], atol=1e-5)

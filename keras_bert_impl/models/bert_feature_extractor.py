@@ -46,6 +46,7 @@ class BertFeatureExtractor(BertTaskModel):
     """
 
     config_names = ("features",)
+    output_name = "features"
 
     def __init__(self, backbone, features="concat_last_four", **kwargs):
         if features not in FEATURES:

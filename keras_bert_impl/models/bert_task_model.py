@@ -27,6 +27,8 @@ class BertTaskModel(keras.Model):
 
     # Constructor arguments besides `backbone`, for `get_config`.
     config_names = ()
+    # The SavedModel output name of a single-tensor output.
+    output_name = "logits"
 
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config)

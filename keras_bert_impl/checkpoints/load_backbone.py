@@ -1,0 +1,66 @@
+"""`load_backbone`: the BERT backbone of a checkpoint in any format we read."""
+
+import os
+
+import keras
+
+from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
+from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.models.bert_backbone import BertBackbone
+
+FORMATS = (
+    "a Hugging Face folder (config.json + model.safetensors)",
+    "an original Google folder or prefix (bert_config.json + bert_model.ckpt.*)",
+    "a .keras file of any keras_bert_impl model",
+)
+
+
+def checkpoint_format(path):
+    """"hf", "google" or "keras", from the files at `path`; `ValueError` if none."""
+    if path.endswith(".keras") and os.path.isfile(path):
+        return "keras"
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors")):
+        return "hf"
+    if os.path.exists(os.path.join(folder, "bert_config.json")) and (
+            os.path.isdir(path) or os.path.exists(path + ".index")):
+        return "google"
+    raise ValueError(f"No checkpoint found at {path!r}. Expected one of: {'; '.join(FORMATS)}.")
+
+
+def load_backbone(path, dtype=None):
+    """The `BertBackbone` of a checkpoint, with its weights.
+
+    Pretraining heads in the checkpoint are dropped (fine-tuning starts from
+    the encoder, as the paper). The format is read from the files.
+
+    Args:
+        path: str. A Hugging Face folder, an original Google folder or
+            checkpoint prefix, or a `.keras` file.
+        dtype: optional dtype policy, e.g. "mixed_bfloat16".
+
+    Returns:
+        `BertBackbone`.
+    """
+    kind = checkpoint_format(path)
+    if kind == "hf":
+        model = load_hf_checkpoint(path, dtype=dtype)
+    elif kind == "google":
+        model = load_google_checkpoint(path, dtype=dtype)
+    else:
+        model = keras.saving.load_model(path, compile=False)
+    backbone = model if isinstance(model, BertBackbone) else getattr(model, "backbone", None)
+    if not isinstance(backbone, BertBackbone):
+        raise ValueError(f"{path} holds a {type(model).__name__}, which has no BERT backbone.")
+    if kind == "keras" and dtype is not None and backbone.dtype_policy.name != dtype:
+        rebuilt = BertBackbone.from_bert_config(backbone.bert_config, dtype=dtype)
+        rebuilt.set_weights(backbone.get_weights())
+        backbone = rebuilt
+    return backbone
+
+
+def find_vocab_file(path):
+    """`vocab.txt` beside a checkpoint, or None."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(folder, "vocab.txt")
+    return candidate if os.path.exists(candidate) else None
