@@ -1,0 +1,346 @@
+"""The fine-tuning entry point's tasks: files in, model, metric, predictions out.
+
+One small class per kind of task (GLUE, SQuAD, CoNLL NER, SWAG), each with
+the same five methods the entry point calls in order:
+
+- `train_arrays()` -> `(x, y, sample_weight or None)` for `model.fit`,
+- `build_model(backbone)` -> the task model (compiled by the caller),
+- `eval_splits` -> the labelled splits scored each epoch (`prepare(split)`
+  reads and encodes one ahead of training),
+- `evaluate(model, split)` -> `(metrics, predictions)` with the official metric
+  (on the scale its script prints: GLUE and SWAG 0..1, SQuAD and conlleval 0..100),
+- `write_predictions(model, folder)` -> paths written in the official formats.
+
+The data and metrics live in `tasks/`; this file only wires them together.
+"""
+
+import glob
+import os
+
+import numpy as np
+
+from keras_bert_impl import BertClassifier
+from keras_bert_impl import BertMultipleChoice
+from keras_bert_impl import BertQuestionAnswerer
+from keras_bert_impl import BertTokenTagger
+from tasks import conll
+from tasks import conll_metrics
+from tasks import glue
+from tasks import glue_metrics
+from tasks import squad
+from tasks import squad_metrics
+from tasks import swag
+
+# The paper's fine-tuning settings (Sec. 4, Appendix A.3): learning rates
+# from its grid {5e-5, 3e-5, 2e-5}: GLUE 5e-5 (the original
+# run_classifier.py default), SQuAD 3e-5 (the original README's run),
+# SWAG 2e-5 (Sec. 4.4), NER 5e-5.
+DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5}
+DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128}
+
+
+def _say(message):
+    print(message, flush=True)
+
+
+def _find(data_dir, names, what):
+    for name in names:
+        matches = sorted(glob.glob(os.path.join(data_dir, name)))
+        if matches:
+            return matches[0]
+    raise SystemExit(f"No {what} in {data_dir}: expected one of {list(names)}.")
+
+
+def _maybe_find(data_dir, names):
+    try:
+        return _find(data_dir, names, "")
+    except SystemExit:
+        return None
+
+
+def _report_skipped(num_skipped, path):
+    if num_skipped:
+        _say(f"Skipped {num_skipped} bad rows in {path} (--skip_bad_input).")
+
+
+def _predict(model, x, batch_size):
+    return model.predict(x, batch_size=batch_size, verbose=0)
+
+
+def _write_lines(path, lines):
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.replace(path + ".tmp", path)
+
+
+class GlueTask:
+    """`--task=glue/<name>`: `<data_dir>/{train,dev,test}.tsv` as GLUE lays them out."""
+
+    kind = "glue"
+
+    def __init__(self, cfg, tokenizer, name):
+        self.cfg, self.tokenizer, self.task = cfg, tokenizer, glue.get_task(name)
+        self.eval_splits = [s for s in self.task.splits if s.startswith("dev")
+                            and os.path.exists(self._path(s))]
+        self._cache = {}
+
+    def _path(self, split):
+        return os.path.join(self.cfg.data_dir, f"{split}.tsv")
+
+    def _encoded(self, split):
+        if split not in self._cache:
+            examples, skipped = glue.read_glue(self.task, self.cfg.data_dir, split,
+                                               skip_bad_rows=self.cfg.skip_bad_input)
+            _report_skipped(skipped, self._path(split))
+            encoded = glue.encode_examples(examples, self.tokenizer, self.task.labels,
+                                           self.cfg.max_seq_length,
+                                           stride=self.cfg.window_stride or None)
+            self._cache[split] = (examples, encoded)
+        return self._cache[split]
+
+    def prepare(self, split):
+        self._encoded(split)
+
+    def train_arrays(self):
+        _, encoded = self._encoded("train")
+        return encoded.x, encoded.y, None
+
+    def build_model(self, backbone):
+        return BertClassifier(backbone, len(self.task.labels) if self.task.labels else 1)
+
+    def _logits(self, model, split):
+        examples, encoded = self._encoded(split)
+        rows = _predict(model, encoded.x, self.cfg.batch_size)
+        return examples, encoded, glue.merge_window_logits(rows, encoded.example_index,
+                                                           len(examples))
+
+    def evaluate(self, model, split):
+        examples, encoded, logits = self._logits(model, split)
+        labels = np.zeros(len(examples), encoded.y.dtype)
+        labels[encoded.example_index] = encoded.y  # every window carries its example's label
+        return glue_metrics.glue_metrics(self.task, logits, labels), logits
+
+    def write_predictions(self, model, folder):
+        paths = []
+        for split in self.eval_splits:
+            examples, _, logits = self._logits(model, split)
+            values = glue.decode_predictions(self.task, logits)
+            answers = values if self.task.labels is None else [self.task.labels[v] for v in values]
+            path = os.path.join(folder, f"{split}_predictions.tsv")
+            _write_lines(path, ["guid\tprediction\tlabel\n"] + [
+                f"{e.guid}\t{a}\t{e.label}\n" for e, a in zip(examples, answers)])
+            paths.append(path)
+        for split in self.task.submissions:
+            if os.path.exists(self._path(split)):
+                _, _, logits = self._logits(model, split)
+                paths.append(glue.write_submission_tsv(os.path.join(folder, "glue_submission"),
+                                                       self.task, logits, split=split))
+        return paths
+
+
+class SquadTask:
+    """`--task=squad`: `train-v*.json` and `dev-v*.json` in the official format.
+
+    v2.0 (questions may have no answer) is read from the file name or its
+    "version" field; its null-score threshold is searched on dev each time
+    dev is scored, as the paper tuned it.
+    """
+
+    kind = "squad"
+
+    def __init__(self, cfg, tokenizer):
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.train_file = _maybe_find(cfg.data_dir, ("train-v*.json", "train*.json"))
+        self.dev_file = _maybe_find(cfg.data_dir, ("dev-v*.json", "dev*.json"))
+        some = self.train_file or self.dev_file
+        if some is None:
+            raise SystemExit(f"No SQuAD train-v*.json or dev-v*.json in {cfg.data_dir}.")
+        self.version_2 = "v2" in os.path.basename(some) or str(
+            _json_version(some)).startswith("v2")
+        self.eval_splits = ["dev"] if self.dev_file else []
+        self._cache = {}
+
+    def train_arrays(self):
+        examples, skipped = squad.read_squad_examples(
+            self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
+        _report_skipped(skipped, self.train_file)
+        features = squad.convert_examples_to_features(
+            examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
+            self.cfg.max_query_length, is_training=True)
+        return features.x, features.y, None
+
+    def build_model(self, backbone):
+        return BertQuestionAnswerer(backbone)
+
+    def prepare(self, split):
+        self._dev()
+
+    def _dev(self):
+        if "dev" not in self._cache:
+            examples, _ = squad.read_squad_examples(self.dev_file, False, self.version_2)
+            features = squad.convert_examples_to_features(
+                examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
+                self.cfg.max_query_length, is_training=False)
+            self._cache["dev"] = (examples, features, squad.load_squad_json(self.dev_file))
+        return self._cache["dev"]
+
+    def evaluate(self, model, split):
+        examples, features, dataset = self._dev()
+        out = _predict(model, features.x, self.cfg.batch_size)
+        decode = dict(n_best_size=self.cfg.n_best_size,
+                      max_answer_length=self.cfg.max_answer_length,
+                      do_lower_case=self.cfg.do_lower_case, version_2_with_negative=self.version_2)
+        predictions, nbest, null_odds = squad.decode_predictions(
+            examples, features, out["start_logits"], out["end_logits"], **decode)
+        if not self.version_2:
+            return squad_metrics.evaluate_v1(dataset, predictions), (predictions, nbest, null_odds)
+        threshold = squad_metrics.search_null_threshold(dataset, nbest, null_odds)
+        predictions, nbest, null_odds = squad.decode_predictions(
+            examples, features, out["start_logits"], out["end_logits"],
+            null_score_diff_threshold=threshold, **decode)
+        metrics = squad_metrics.evaluate_v2(dataset, predictions, na_probs=null_odds)
+        metrics["null_score_diff_threshold"] = threshold
+        return metrics, (predictions, nbest, null_odds)
+
+    def write_predictions(self, model, folder):
+        if not self.dev_file:
+            return []
+        _, (predictions, nbest, null_odds) = self.evaluate(model, "dev")
+        paths = [os.path.join(folder, "predictions.json"),
+                 os.path.join(folder, "nbest_predictions.json")]
+        squad.write_predictions_json(paths[0], predictions)
+        squad.write_predictions_json(paths[1], nbest)
+        if self.version_2:
+            paths.append(os.path.join(folder, "null_odds.json"))
+            squad.write_predictions_json(paths[-1], null_odds)
+        return paths
+
+
+def _json_version(path):
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f).get("version", "")
+        except (json.JSONDecodeError, AttributeError):
+            return ""
+
+
+class NerTask:
+    """`--task=ner`: CoNLL-2003 column files (`eng.train`/`train.txt`, `eng.testa`/`dev.txt`)."""
+
+    kind = "ner"
+
+    def __init__(self, cfg, tokenizer):
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.files = {"train": _find(cfg.data_dir, ("train.txt", "eng.train"), "CoNLL train file")}
+        dev = _maybe_find(cfg.data_dir, ("dev.txt", "valid.txt", "eng.testa"))
+        test = _maybe_find(cfg.data_dir, ("test.txt", "eng.testb"))
+        self.files.update({k: v for k, v in (("dev", dev), ("test", test)) if v})
+        self.eval_splits = [s for s in ("dev", "test") if s in self.files]
+        self._data = {}
+        for split, path in self.files.items():
+            data = conll.read_conll(path, skip_bad_lines=self.cfg.skip_bad_input)
+            if data.skipped_lines:
+                _report_skipped(len(data.skipped_lines), path)
+            self._data[split] = data
+        # Every tag of every file, sorted: ids stay the same across runs.
+        self.label_list = tuple(sorted({t for d in self._data.values() for t in d.label_list}))
+        self._encoded = {}
+
+    def _encode(self, split):
+        if split not in self._encoded:
+            self._encoded[split] = conll.encode_sentences(
+                self._data[split].sentences, self.tokenizer, self.label_list,
+                self.cfg.max_seq_length, stride=self.cfg.window_stride or None)
+        return self._encoded[split]
+
+    def train_arrays(self):
+        encoded = self._encode("train")
+        return encoded.x, encoded.y, encoded.sample_weight
+
+    def build_model(self, backbone):
+        return BertTokenTagger(backbone, len(self.label_list))
+
+    def prepare(self, split):
+        self._encode(split)
+
+    def evaluate(self, model, split):
+        encoded = self._encode(split)
+        logits = _predict(model, encoded.x, self.cfg.batch_size)
+        predicted = conll.decode_predictions(logits, encoded, self.label_list)
+        gold = [list(s.labels) for s in self._data[split].sentences]
+        metrics = conll_metrics.conlleval(gold, predicted)
+        metrics.pop("per_type", None)
+        return metrics, predicted
+
+    def write_predictions(self, model, folder):
+        paths = []
+        for split in self.eval_splits:
+            _, predicted = self.evaluate(model, split)
+            path = os.path.join(folder, f"{split}_predictions.txt")
+            conll.write_predictions(path, self._data[split].sentences, predicted)
+            paths.append(path)
+        return paths
+
+
+class SwagTask:
+    """`--task=swag`: `train.csv`, `val.csv` (and `test.csv`) in SWAG's format."""
+
+    kind = "swag"
+
+    def __init__(self, cfg, tokenizer):
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.files = {"train": _find(cfg.data_dir, ("train.csv",), "SWAG train.csv")}
+        for split, name in (("val", "val.csv"), ("test", "test.csv")):
+            path = _maybe_find(cfg.data_dir, (name,))
+            if path:
+                self.files[split] = path
+        self.eval_splits = ["val"] if "val" in self.files else []
+        self._cache = {}
+
+    def _encoded(self, split):
+        if split not in self._cache:
+            examples, skipped = swag.read_swag(self.files[split],
+                                               skip_bad_rows=self.cfg.skip_bad_input)
+            _report_skipped(skipped, self.files[split])
+            self._cache[split] = (examples, swag.encode_swag(examples, self.tokenizer,
+                                                             self.cfg.max_seq_length))
+        return self._cache[split]
+
+    def train_arrays(self):
+        _, encoded = self._encoded("train")
+        return encoded.x, encoded.y, None
+
+    def build_model(self, backbone):
+        return BertMultipleChoice(backbone)
+
+    def prepare(self, split):
+        self._encoded(split)
+
+    def evaluate(self, model, split):
+        _, encoded = self._encoded(split)
+        choice = np.asarray(_predict(model, encoded.x, self.cfg.batch_size)).argmax(-1)
+        return {"accuracy": float((choice == encoded.y).mean())}, choice
+
+    def write_predictions(self, model, folder):
+        paths = []
+        for split in [s for s in ("val", "test") if s in self.files]:
+            examples, encoded = self._encoded(split)
+            choice = np.asarray(_predict(model, encoded.x, self.cfg.batch_size)).argmax(-1)
+            path = os.path.join(folder, f"{split}_predictions.csv")
+            _write_lines(path, ["guid,prediction\n"] + [
+                f"{e.guid},{c}\n" for e, c in zip(examples, choice)])
+            paths.append(path)
+        return paths
+
+
+def make_task(cfg, tokenizer):
+    """The task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`)."""
+    if cfg.task.startswith("glue/"):
+        return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}
+    if cfg.task not in tasks:
+        raise SystemExit(f"Unknown --task={cfg.task!r}: use glue/<name> "
+                         f"({', '.join(sorted(glue.TASKS))}), squad, ner or swag.")
+    return tasks[cfg.task](cfg, tokenizer)
