@@ -35,12 +35,18 @@ def matthews_corr(predictions, labels):
 
 
 def pearson(predictions, labels):
-    """Pearson correlation of predicted and gold scores."""
+    """Pearson correlation of predicted and gold scores; NaN for fewer than
+    two pairs (undefined), rather than stopping a run at its evaluation."""
+    if len(labels) < 2:
+        return float("nan")
     return float(scipy.stats.pearsonr(predictions, labels).statistic)
 
 
 def spearman(predictions, labels):
-    """Spearman correlation: Pearson of the ranks, ties sharing their mean rank."""
+    """Spearman correlation: Pearson of the ranks, ties sharing their mean
+    rank; NaN for fewer than two pairs."""
+    if len(labels) < 2:
+        return float("nan")
     return float(scipy.stats.spearmanr(predictions, labels).statistic)
 
 

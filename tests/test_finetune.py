@@ -43,7 +43,7 @@ def _squad_dir(tmp_path, version):
 ])
 def test_glue_and_swag_end_to_end(tmp_path, task, folder, metric, files):
     summary = run(_config(tmp_path, task, os.path.join(DATA, folder), max_seq_length=48))
-    assert len(summary["history"][metric]) == 1  # scored after the epoch
+    assert len(summary["history"][metric]) == 1  # scored after the epoch (NaN: one STS-B dev pair)
     out = tmp_path / "out"
     for name in files:
         assert (out / name).exists(), name
@@ -104,7 +104,7 @@ def test_squad_bad_offset_names_question(tmp_path):
     path = folder / "train-v1.1.json"
     dataset = json.load(open(path))
     qa = dataset["data"][0]["paragraphs"][0]["qas"][0]
-    qa["answers"][0]["answer_start"] += 3
+    qa["answers"][0]["answer_start"] += 40  # several words off
     json.dump(dataset, open(path, "w"))
     with pytest.raises(SystemExit, match=f"{path}.*{qa['id']}"):
         run(_config(tmp_path, "squad", folder, max_seq_length=64, doc_stride=16))

@@ -321,3 +321,11 @@ def test_accuracy_from_logits_for_three_classes():
     assert glue_metrics("mnli", np.array(logits, np.float32), [0, 1, 1, 0]) == {"accuracy": 0.75}
     with pytest.raises(ValueError, match="3 predictions but labels of shape"):
         glue_metrics("rte", [0, 1, 1], [0, 1])
+
+
+def test_correlations_of_one_pair_are_nan():
+    from tasks.glue_metrics import pearson
+    from tasks.glue_metrics import spearman
+
+    assert np.isnan(pearson(np.array([0.3]), np.array([5.0])))
+    assert np.isnan(spearman(np.array([0.3]), np.array([5.0])))

@@ -173,6 +173,29 @@ def test_nan_loss_stops_without_saving():
     assert callback.model.stop_training
 
 
+def test_nan_loss_exits_nonzero_and_keeps_the_good_checkpoint(records, tmp_path):
+    """End to end: 5 good batches, then records whose masked-LM weights are
+    NaN (read in order, no shuffle). The checkpoint after batch 4 is written;
+    the interval that meets the NaN is not; the job exits non-zero saying so."""
+    folder, _ = records
+    raw = list(tf.data.TFRecordDataset(sorted(tf.io.gfile.glob(f"{folder}/*.tfrecord*")))
+               .take(80).as_numpy_iterator())
+    path = str(tmp_path / "nan.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for index, record in enumerate(raw):
+            example = tf.train.Example.FromString(record)
+            if index >= 40:
+                weights = example.features.feature["masked_lm_weights"].float_list.value
+                weights[0] = float("nan")
+            writer.write(example.SerializeToString())
+    output = str(tmp_path / "run")
+    result = _run_pretrain(_pretrain_args(records, output, input=path, shuffle_buffer=0))
+    assert result.returncode != 0
+    assert "The loss became nan by batch 6" in result.stdout + result.stderr, result.stderr[-3000:]
+    assert tf.train.latest_checkpoint(os.path.join(output, "checkpoints")).endswith("ckpt-4")
+    assert not os.path.exists(os.path.join(output, "summary.json"))
+
+
 def test_second_run_on_one_output_dir_refuses(records, tmp_path):
     output = str(tmp_path / "run")
     lock = OutputLock(output)

@@ -232,6 +232,7 @@ def train(cfg, strategy, train_source, vocab_size):
     from tf_records.reader import pipeline_share
     from tf_records.reader import pretraining_dataset
     from tf_records.reader import read_manifest
+    from tf_records.schema import RecordSchema
     from training.checkpointing import CheckpointEveryEpoch
     from training.checkpointing import TrainingCheckpoint
     from training.checkpointing import checkpoint_interval
@@ -278,13 +279,18 @@ def train(cfg, strategy, train_source, vocab_size):
                 f"reads {', '.join(mine)}")
         return pretraining_dataset(
             train_source, context.get_per_replica_batch_size(cfg.global_batch_size),
-            input_context=context if sharded else None, shuffle_buffer=cfg.shuffle_buffer,
-            seed=cfg.seed, model_config=bert_config, start_batch=step * replicas_per_pipeline)
+            schema=schema, input_context=context if sharded else None,
+            shuffle_buffer=cfg.shuffle_buffer, seed=cfg.seed, model_config=bert_config,
+            start_batch=step * replicas_per_pipeline)
 
+    # Records without our manifest (e.g. from the original script): their
+    # lengths are the flags'. With a manifest the reader takes its schema.
+    schema = None if os.path.isdir(train_source) or train_source.endswith(".json") else (
+        RecordSchema(cfg.max_seq_length, cfg.max_predictions_per_seq))
     if strategy is tf.distribute.get_strategy():  # the default: no distribution
-        dataset = pretraining_dataset(train_source, cfg.global_batch_size, seed=cfg.seed,
-                                      shuffle_buffer=cfg.shuffle_buffer, model_config=bert_config,
-                                      start_batch=step)
+        dataset = pretraining_dataset(train_source, cfg.global_batch_size, schema=schema,
+                                      seed=cfg.seed, shuffle_buffer=cfg.shuffle_buffer,
+                                      model_config=bert_config, start_batch=step)
     else:
         dataset = strategy.distribute_datasets_from_function(dataset_fn)
     saver = CheckpointEveryEpoch(checkpoint, interval)
