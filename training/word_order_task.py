@@ -96,7 +96,9 @@ def bag_of_words_accuracy(task, ngram_range=(1, 1)):
     vectorizer = CountVectorizer(ngram_range=ngram_range, token_pattern=r"\S+", lowercase=True)
     train_x = vectorizer.fit_transform([s for _, s in task["train"]])
     dev_x = vectorizer.transform([s for _, s in task["dev"]])
-    classifier = LogisticRegressionCV(Cs=[0.01, 0.1, 1, 10, 100], cv=5, max_iter=2000)
+    classifier = LogisticRegressionCV(Cs=[0.01, 0.1, 1, 10, 100], cv=5, max_iter=2000,
+                                      scoring="accuracy", use_legacy_attributes=False,
+                                      l1_ratios=(0.0,))
     classifier.fit(train_x, [label for label, _ in task["train"]])
     return float(classifier.score(dev_x, [label for label, _ in task["dev"]]))
 
