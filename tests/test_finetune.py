@@ -115,6 +115,9 @@ def test_unknown_task_and_missing_files(tmp_path):
         run(_config(tmp_path, "glue2", tmp_path))
     with pytest.raises(SystemExit, match="No CoNLL train file"):
         run(_config(tmp_path, "ner", tmp_path))
+    shutil.copy(os.path.join(DATA, "squad", "tiny-v1.1.json"), tmp_path / "dev-v1.1.json")
+    with pytest.raises(SystemExit, match="No SQuAD training file"):
+        run(_config(tmp_path, "squad", tmp_path))
 
 
 @pytest.mark.slow

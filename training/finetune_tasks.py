@@ -161,6 +161,8 @@ class SquadTask:
         self._cache = {}
 
     def train_arrays(self):
+        if not self.train_file:
+            raise SystemExit(f"No SQuAD training file (train-v*.json) in {self.cfg.data_dir}.")
         examples, skipped = squad.read_squad_examples(
             self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
         _report_skipped(skipped, self.train_file)
