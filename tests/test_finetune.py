@@ -140,3 +140,59 @@ def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
           f"MCC {summary['history']['dev_matthews_corr'][-1]:.4f}; "
           f"bag-of-words (1-2 grams) {bigram:.4f}")
     assert accuracy > bigram + 0.12
+
+
+def test_mirrored_two_devices_fine_tune_like_one(tmp_path):
+    """`--strategy=mirrored` over 2 logical CPUs against one device: one
+    AdamW step on MRPC's 2 training rows (global batch 2, so the batch is the
+    same whatever the shuffle), dropout and clipping off (clipping is per
+    replica, as the original on TPU cores), starting from one of our
+    `.keras` files: the same loss and the same step for every weight."""
+    import subprocess
+    import sys
+    import textwrap
+
+    import keras
+
+    from keras_bert_impl import BertBackbone
+    from keras_bert_impl import preset
+
+    config = preset("tiny").replace(vocab_size=30522, hidden_dropout_prob=0.0,
+                                    attention_probs_dropout_prob=0.0)
+    init = str(tmp_path / "init.keras")
+    BertBackbone.from_bert_config(config).save(init)
+    common = dict(task="glue/mrpc", data_dir=os.path.join(DATA, "glue", "MRPC"),
+                  init_checkpoint=init, vocab_file=VOCAB, epochs=1, batch_size=2,
+                  max_seq_length=48, clip_norm=0.0)  # clipping is per replica
+    run(FinetuneConfig(output_dir=str(tmp_path / "one"), **common))
+    script = textwrap.dedent(f"""
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from training.finetune import FinetuneConfig, run
+        run(FinetuneConfig(output_dir={str(tmp_path / "two")!r}, strategy="mirrored", **{common!r}))
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                            text=True, env=dict(os.environ, PYTHONPATH=root))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "on 2 replica(s)" in result.stdout
+    one = keras.saving.load_model(str(tmp_path / "one" / "export" / "model.keras"))
+    two = keras.saving.load_model(str(tmp_path / "two" / "export" / "model.keras"))
+    start = [np.asarray(w).ravel() for w in keras.saving.load_model(init).weights]
+    step_one = np.concatenate([np.asarray(w).ravel() - s for w, s in zip(one.backbone.weights, start)])
+    step_two = np.concatenate([np.asarray(w).ravel() - s for w, s in zip(two.backbone.weights, start)])
+    summaries = [json.load(open(tmp_path / name / "summary.json")) for name in ("one", "two")]
+    losses = [s["history"]["loss"][0] for s in summaries]
+    # Adam's first step is lr * g / (|g| + 1e-6): about +-lr wherever the
+    # gradient is clear of epsilon, whose sign float rounding cannot flip;
+    # gradients near epsilon are rounding noise in either run.
+    clear = np.abs(step_one) > 0.9 * 5e-5
+    differ = np.abs(step_one - step_two)
+    print(f"mirrored vs one device: loss {losses[0]:.7f} vs {losses[1]:.7f}; {clear.sum()} "
+          f"weights stepped by ~lr, their max |diff| {differ[clear].max():.2e}; all weights "
+          f"max |diff| {differ.max():.2e}")
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)  # same batch, same weights
+    assert clear.sum() > 100  # it trained
+    assert differ[clear].max() < 1e-6  # measured 9.3e-10
+    assert differ.max() < 1e-6  # measured 6.0e-8 (a flipped near-epsilon step would be 2 lr)

@@ -48,6 +48,7 @@ class FinetuneConfig:
     learning_rate: float = 0.0
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
+    clip_norm: float = 1.0
     max_train_examples: int = 0
     skip_bad_input: bool = False
     strategy: str = "auto"
@@ -83,6 +84,8 @@ HELP = {
                      "NER 5e-5, SWAG 2e-5).",
     "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0).",
     "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
+    "clip_norm": "Global-norm gradient clipping (0: off); per replica under a strategy, as "
+                 "the original on TPU cores.",
     "max_train_examples": "Use only the first N training rows (0: all).",
     "skip_bad_input": "Skip and count malformed rows/answers instead of stopping.",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
@@ -185,6 +188,7 @@ def run(cfg):
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     from keras_bert_impl.tokenizers import BertTokenizer
     from training.distribution import make_strategy
+    from training.distribution import replicas_batch
     from training.finetune_tasks import make_task
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
@@ -201,16 +205,18 @@ def run(cfg):
     steps_per_epoch = math.ceil(rows / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
     warmup = int(total_steps * cfg.warmup_proportion)
+    strategy = make_strategy(cfg.strategy, cfg.tpu)
+    replicas_batch(strategy, cfg.batch_size)  # checks divisibility
     say(f"Task {cfg.task}: {rows} training rows, max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
-        f"steps, lr {cfg.learning_rate:g} (warmup {warmup}); from "
-        f"{cfg.init_checkpoint or 'random ' + cfg.preset}; dev splits {task.eval_splits}")
-    strategy = make_strategy(cfg.strategy, cfg.tpu)
+        f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
+        f"(warmup {warmup}); from {cfg.init_checkpoint or 'random ' + cfg.preset}; "
+        f"dev splits {task.eval_splits}")
     with strategy.scope():
         model = task.build_model(build_backbone(cfg, tokenizer.vocab_size))
         model.compile(optimizer=create_optimizer(OptimizerConfig(
             learning_rate=cfg.learning_rate, warmup_steps=warmup,
-            weight_decay=cfg.weight_decay), total_steps))
+            weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm), total_steps))
     history = model.fit(x, y, sample_weight=sample_weight, batch_size=cfg.batch_size,
                         epochs=cfg.epochs, shuffle=True, verbose=2,
                         callbacks=[EvaluateEachEpoch(task)])

@@ -62,6 +62,14 @@ class BertClassifier(BertTaskModel):
         self.num_classes = num_classes
         self.dropout = dropout
 
+    def _symbolic_batch(self):
+        x, y, sample_weight = super()._symbolic_batch()
+        if self.num_classes == 1:  # regression: float scores shaped like the output
+            import tensorflow as tf
+
+            y = tf.TensorSpec(self.output.shape, tf.float32)
+        return x, y, sample_weight
+
     def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
         """Cross-entropy + accuracy (or MSE for regression) by default."""
         if self.num_classes == 1:

@@ -7,6 +7,7 @@ from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
+from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, P=max_predictions_per_seq, V=vocab
 
@@ -62,16 +63,7 @@ def _compile_from_config(model, config):
         model.optimizer.build(model.trainable_variables)
 
 
-def _multi_worker():
-    import tensorflow as tf
-
-    strategy = tf.distribute.get_strategy()
-    in_multi_worker_mode = getattr(strategy.extended, "_in_multi_worker_mode", None)
-    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and bool(
-        in_multi_worker_mode and in_multi_worker_mode())
-
-
-class _Pretrainer(keras.Model):
+class _Pretrainer(KerasStrategyFixes, keras.Model):
     """What both pretrainers share: input checks, config, compile restore."""
 
     def call(self, inputs, training=None, mask=None):
@@ -81,31 +73,8 @@ class _Pretrainer(keras.Model):
     def compile_from_config(self, config):
         _compile_from_config(self, config)
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """Builds from the known input structure instead of a real batch.
-
-        Under a distribution strategy Keras 3.15's TF trainer builds the
-        model by taking one batch from the training iterator (that batch is
-        then never trained on, which would break exact resume) and averages
-        it over replicas (turning int ids into floats, which our input check
-        rejects). Our inputs and targets are fixed, so symbolic specs do.
-        """
-        if data_batch is None and iterator is not None:
-            data_batch = self._symbolic_batch()
-        super()._maybe_symbolic_build(iterator=None, data_batch=data_batch)
-
-    def train_step(self, data):
-        logs = super().train_step(data)
-        if _multi_worker():
-            # Keras 3.15 reduces a multi-worker step's logs with
-            # `strategy.reduce("MEAN", v, axis=0)`, which fails on scalars;
-            # shape (1,) reduces to the same scalar.
-            import tensorflow as tf
-
-            logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
-        return logs
-
     def _symbolic_batch(self):
+        """Targets and sample weights for every output (masked-LM weights)."""
         import tensorflow as tf
 
         x = {name: tf.TensorSpec([None, None], tf.int32) for name in self.input}

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
+from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 
 def backbone_inputs():
@@ -16,7 +17,7 @@ def head_initializer(backbone):
     return keras.initializers.TruncatedNormal(stddev=backbone.bert_config.initializer_range)
 
 
-class BertTaskModel(keras.Model):
+class BertTaskModel(KerasStrategyFixes, keras.Model):
     """A backbone plus a small task layer, as a functional Keras model.
 
     Subclasses build the graph in `__init__` and keep their constructor
