@@ -183,6 +183,14 @@ def run(cfg):
         lock = OutputLock(cfg.output_dir)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
+    try:
+        return _fine_tune(cfg, started)
+    finally:
+        lock.release()
+
+
+def _fine_tune(cfg, started):
+    """The run itself, top to bottom: data -> model -> fit -> predictions -> export."""
     keras.utils.set_random_seed(cfg.seed)
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -241,7 +249,6 @@ def run(cfg):
     say(f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; Keras model -> "
         f"{os.path.join(export_dir, 'model.keras')}; summary -> {path}. "
         f"Done in {time.time() - started:.0f} s.")
-    lock.release()
     return summary
 
 
