@@ -19,7 +19,7 @@ def _pretrainer_graph(backbone):
     the rows the heads read: [CLS] (for the pooler) and the P masked
     positions, attending to every position as usual. Outputs equal running
     the whole backbone and gathering those rows; the last block does
-    (1 + P) / S of its usual query-side work (about a fifth at S=128, P=20).
+    (1 + P) / S of its usual query-side work (21 of 128 rows at S=128, P=20).
     """
     inputs = {
         name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
