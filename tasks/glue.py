@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from keras_bert_impl.tokenizers import padded_inputs
 from keras_bert_impl.tokenizers import truncate_seq_pair
 from tasks.windows import windows
 
@@ -305,14 +306,7 @@ def encode_examples(examples, tokenizer, labels, max_seq_length=128, stride=None
             rows.append(_pack(tokenizer, segment_a, segment_b))
             targets.append(target)
             example_index.append(index)
-    word_ids = np.full((len(rows), max_seq_length), tokenizer.pad_token_id, np.int32)
-    mask = np.zeros((len(rows), max_seq_length), np.int32)
-    type_ids = np.zeros((len(rows), max_seq_length), np.int32)
-    for row, (ids, types) in enumerate(rows):
-        word_ids[row, : len(ids)] = ids
-        mask[row, : len(ids)] = 1
-        type_ids[row, : len(ids)] = types
-    x = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+    x = padded_inputs(rows, max_seq_length, tokenizer.pad_token_id)
     y = None
     if labeled:
         y = np.asarray(targets, np.float32 if labels is None else np.int32)

@@ -26,10 +26,10 @@ import json
 import logging
 import math
 import os
-import tempfile
 
 import numpy as np
 
+from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from tasks.windows import is_max_context
 from tasks.windows import windows
@@ -426,16 +426,6 @@ def write_predictions_json(path, predictions):
     """Writes a JSON dict (predictions, n-best, null odds) atomically:
     a temporary file in the same folder, then `os.replace`, so a crash
     never leaves a half-written file for the evaluation script."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(predictions, f, indent=4)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_json_atomic(path, predictions)
 

@@ -20,6 +20,18 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens):
         longer.pop()
 
 
+def padded_inputs(rows, length, pad_token_id):
+    """Packed `(ids, type_ids)` rows -> the model's three int32 `(N, length)` arrays."""
+    word_ids = np.full((len(rows), length), pad_token_id, np.int32)
+    mask = np.zeros((len(rows), length), np.int32)
+    type_ids = np.zeros((len(rows), length), np.int32)
+    for row, (ids, types) in enumerate(rows):
+        word_ids[row, : len(ids)] = ids
+        mask[row, : len(ids)] = 1
+        type_ids[row, : len(ids)] = types
+    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
+
 class BertTokenizer:
     """BasicTokenizer + WordPiece with the original `tokenization.py` rules.
 
@@ -151,14 +163,7 @@ class BertTokenizer:
             except ValueError as e:
                 raise ValueError(f"Row {index}: {e}") from None
         length = max_length if padding == "max_length" else max(len(ids) for ids, _ in rows)
-        word_ids = np.full((len(rows), length), self.pad_token_id, np.int32)
-        mask = np.zeros((len(rows), length), np.int32)
-        type_ids = np.zeros((len(rows), length), np.int32)
-        for row, (ids, types) in enumerate(rows):
-            word_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-            type_ids[row, : len(ids)] = types
-        return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+        return padded_inputs(rows, length, self.pad_token_id)
 
     def _pack(self, a, b, max_length, truncation):
         a = list(a)
