@@ -53,7 +53,8 @@ def load_backbone(path, dtype=None):
     if not isinstance(backbone, BertBackbone):
         raise ValueError(f"{path} holds a {type(model).__name__}, which has no BERT backbone.")
     if kind == "keras" and dtype is not None and backbone.dtype_policy.name != dtype:
-        rebuilt = BertBackbone.from_bert_config(backbone.bert_config, dtype=dtype)
+        rebuilt = BertBackbone.from_bert_config(backbone.bert_config, causal=backbone.causal,
+                                                dtype=dtype)
         rebuilt.set_weights(backbone.get_weights())
         backbone = rebuilt
     return backbone

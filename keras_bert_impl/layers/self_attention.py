@@ -17,6 +17,19 @@ def attention_bias_from_mask(input_mask):
     return ((1.0 - mask) * -10000.0)[:, None, None, :]
 
 
+def causal_attention_bias(length):
+    """`(1, 1, S, S)` float32 additive bias: 0 where key <= query, else -10000.
+
+    Left-to-right attention (GPT; BERT's "LTR & No NSP" ablation): position
+    t sees positions <= t only. Every row keeps its own diagonal, so no row
+    is fully masked.
+    """
+    rows = keras.ops.arange(length)[:, None]
+    columns = keras.ops.arange(length)[None, :]
+    future = keras.ops.cast(columns > rows, "float32")  # (S, S)
+    return (future * -10000.0)[None, None]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class SelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with a padding mask.
@@ -24,6 +37,10 @@ class SelfAttention(keras.layers.Layer):
     "Attention Is All You Need" Sec. 3.2, as the original BERT `attention_layer`:
     queries, keys and values from one input, padding keys masked with -10000,
     dropout on the attention probabilities, then the output projection.
+
+    With `causal=True` a position attends only to itself and the positions
+    before it (OpenAI GPT; BERT's left-to-right ablation), on top of the
+    padding mask.
 
     Query, key and value are one fused `(H, 3H)` projection: one larger
     matmul instead of three. The checkpoint converters split it back into
@@ -34,13 +51,15 @@ class SelfAttention(keras.layers.Layer):
         num_attention_heads: int. Heads (N); must divide H.
         attention_probs_dropout_prob: float. Dropout on attention weights.
         initializer_range: float. Stddev of the truncated normal init.
+        causal: bool. Mask the keys after each query (left-to-right).
 
     Call arguments:
         inputs: float `(B, T, H)`: keys and values (and queries, by default).
         input_mask: int `(B, T)`, 1 for real tokens and 0 for padding keys.
         query_inputs: optional float `(B, S, H)`: the rows to attend from,
             when only some positions' outputs are needed (the pretrainer's
-            last block). Defaults to `inputs`.
+            last block). Defaults to `inputs`. Not with `causal=True`
+            (the selected rows' own positions would be needed).
         training: bool. Applies dropout when True.
 
     Returns:
@@ -53,6 +72,7 @@ class SelfAttention(keras.layers.Layer):
         num_attention_heads,
         attention_probs_dropout_prob=0.1,
         initializer_range=0.02,
+        causal=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -66,6 +86,7 @@ class SelfAttention(keras.layers.Layer):
         self.num_attention_heads = num_attention_heads
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
+        self.causal = causal
         self.head_size = hidden_size // num_attention_heads
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.query_key_value = keras.layers.Dense(
@@ -89,6 +110,8 @@ class SelfAttention(keras.layers.Layer):
     def call(self, inputs, input_mask, query_inputs=None, training=None):
         if query_inputs is None:
             query, key, value = self._project_all(inputs)
+        elif self.causal:
+            raise ValueError("`query_inputs` cannot be combined with `causal=True`.")
         else:
             query, key, value = self._project_some(query_inputs, inputs)
         batch, seq = keras.ops.shape(query)[0], keras.ops.shape(query)[2]
@@ -100,6 +123,8 @@ class SelfAttention(keras.layers.Layer):
         scores = keras.ops.matmul(query, keras.ops.swapaxes(key, -1, -2))  # (B, N, S, T)
         # Softmax in float32 under mixed precision.
         scores = keras.ops.cast(scores, "float32") + attention_bias_from_mask(input_mask)
+        if self.causal:
+            scores = scores + causal_attention_bias(seq)
         probs = keras.ops.softmax(scores, axis=-1)
         probs = keras.ops.cast(probs, self.compute_dtype)
         probs = self.dropout(probs, training=training)
@@ -151,5 +176,6 @@ class SelfAttention(keras.layers.Layer):
             num_attention_heads=self.num_attention_heads,
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
+            causal=self.causal,
         )
         return config

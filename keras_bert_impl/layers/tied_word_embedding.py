@@ -41,6 +41,12 @@ class TiedWordEmbedding(keras.layers.Embedding):
         logits = tf.linalg.matmul(flat, table, transpose_b=True)  # (B*P, V)
         return keras.ops.reshape(logits, tuple(shape[:-1]) + (self.input_dim,))  # (B, P, V)
 
+    def compute_output_spec(self, inputs, reverse=False):
+        if not reverse:
+            return super().compute_output_spec(inputs)
+        return keras.KerasTensor(
+            tuple(inputs.shape[:-1]) + (self.input_dim,), dtype=self.compute_dtype)
+
     def compute_output_shape(self, input_shape, reverse=False):
         if reverse:
             return tuple(input_shape[:-1]) + (self.input_dim,)

@@ -27,6 +27,7 @@ class TransformerEncoder(keras.layers.Layer):
         attention_probs_dropout_prob: float. Dropout on attention weights.
         initializer_range: float. Stddev of the truncated normal init.
         layer_norm_eps: float. LayerNorm epsilon.
+        causal: bool. Left-to-right attention (GPT; BERT's LTR ablation).
 
     Call arguments:
         inputs: float `(B, S, H)`.
@@ -57,6 +58,7 @@ class TransformerEncoder(keras.layers.Layer):
         attention_probs_dropout_prob=0.1,
         initializer_range=0.02,
         layer_norm_eps=1e-12,
+        causal=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -68,12 +70,14 @@ class TransformerEncoder(keras.layers.Layer):
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
+        self.causal = causal
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = SelfAttention(
             hidden_size,
             num_attention_heads,
             attention_probs_dropout_prob,
             initializer_range,
+            causal,
             dtype=self.dtype_policy,
             name="attention",
         )
@@ -139,5 +143,6 @@ class TransformerEncoder(keras.layers.Layer):
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
+            causal=self.causal,
         )
         return config

@@ -22,21 +22,43 @@ def check_inputs(inputs, config, extra_names=()):
     values are not known; there TensorFlow's own gather still rejects
     out-of-range ids on CPU.
     """
+    check_sequence_inputs(
+        inputs, INPUT_NAMES, config.max_position_embeddings, "max_position_embeddings",
+        [("input_word_ids", config.vocab_size, "vocab_size"),
+         ("input_type_ids", config.type_vocab_size, "type_vocab_size"),
+         ("input_mask", 2, "2 (mask values are 0 or 1)")],
+        extra_names=extra_names, family="BERT")
+
+
+def check_sequence_inputs(inputs, names, max_length, max_length_name, limits,
+                          extra_names=(), family="BERT"):
+    """The checks of `check_inputs` for any family's `(B, S)` int inputs.
+
+    Args:
+        inputs: dict of the model's inputs.
+        names: the `(B, S)` int inputs every call must have.
+        max_length: int. Longest sequence accepted.
+        max_length_name: str. The config field holding it, for the message.
+        limits: list of `(name, upper bound, what the bound is)`: concrete
+            values must lie in `[0, bound)`.
+        extra_names: further inputs allowed (and required).
+        family: str. The model family, for the messages.
+    """
     if not isinstance(inputs, dict):
         raise ValueError(
-            f"BERT inputs must be a dict with keys {list(INPUT_NAMES + tuple(extra_names))}. "
+            f"{family} inputs must be a dict with keys {list(tuple(names) + tuple(extra_names))}. "
             f"Received: {type(inputs).__name__}."
         )
-    expected = set(INPUT_NAMES) | set(extra_names)
+    expected = set(names) | set(extra_names)
     missing = sorted(expected - set(inputs))
     unknown = sorted(set(inputs) - expected)
     if missing or unknown:
         raise ValueError(
-            f"BERT inputs must have keys {sorted(expected)}. "
+            f"{family} inputs must have keys {sorted(expected)}. "
             f"Missing: {missing}. Unexpected: {unknown}."
         )
     shape = None
-    for name in INPUT_NAMES:
+    for name in names:
         value = inputs[name]
         dtype = keras.backend.standardize_dtype(value.dtype)
         if "int" not in dtype:
@@ -53,20 +75,16 @@ def check_inputs(inputs, config, extra_names=()):
             shape = value_shape
         elif any(a is not None and b is not None and a != b for a, b in zip(shape, value_shape)):
             raise ValueError(
-                f"All BERT inputs must have the same shape. "
-                f"Received `input_word_ids` {shape} and `{name}` {value_shape}."
+                f"All {family} inputs must have the same shape. "
+                f"Received `{names[0]}` {shape} and `{name}` {value_shape}."
             )
     seq_length = shape[1]
-    if seq_length is not None and seq_length > config.max_position_embeddings:
+    if seq_length is not None and seq_length > max_length:
         raise ValueError(
-            f"Sequence length {seq_length} is longer than max_position_embeddings="
-            f"{config.max_position_embeddings}. Truncate the inputs."
+            f"Sequence length {seq_length} is longer than {max_length_name}="
+            f"{max_length}. Truncate the inputs."
         )
-    limits = [
-        ("input_word_ids", config.vocab_size, "vocab_size"),
-        ("input_type_ids", config.type_vocab_size, "type_vocab_size"),
-        ("input_mask", 2, "2 (mask values are 0 or 1)"),
-    ]
+    limits = list(limits)
     if "masked_lm_positions" in inputs and seq_length is not None:
         limits.append(("masked_lm_positions", seq_length, "the sequence length"))
     for name, limit, what in limits:
@@ -114,6 +132,12 @@ class BertBackbone(keras.Model):
         type_vocab_size: int. Segment types.
         initializer_range: float. Stddev of the truncated normal init.
         layer_norm_eps: float. LayerNorm epsilon.
+        causal: bool. Left-to-right attention in every block: the paper's
+            "LTR & No NSP" ablation (Sec. 5.1). Under a causal mask [CLS] at
+            position 0 sees nothing but itself, so `pooled_output` then
+            reads the last non-padding token instead (the extract-token
+            convention of OpenAI GPT). Not a `bert_config.json` key: the
+            converters write the weights, not this flag.
         dtype: str or `keras.DTypePolicy`, e.g. "mixed_bfloat16".
 
     Call arguments:
@@ -147,6 +171,7 @@ class BertBackbone(keras.Model):
         type_vocab_size=2,
         initializer_range=0.02,
         layer_norm_eps=1e-12,
+        causal=False,
         dtype=None,
         **kwargs,
     ):
@@ -194,6 +219,7 @@ class BertBackbone(keras.Model):
                 attention_probs_dropout_prob,
                 initializer_range,
                 layer_norm_eps,
+                causal,
                 dtype=policy,
                 name=f"encoder_layer_{i}",
             )
@@ -212,9 +238,14 @@ class BertBackbone(keras.Model):
         for layer in self.encoder_layers:
             x = layer(x, inputs["input_mask"])  # (B, S, H)
             encoder_outputs.append(x)
+        pooled_rows = x
+        if causal:
+            last = keras.ops.sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # (B, 1)
+            pooled_rows = keras.ops.take_along_axis(
+                x, keras.ops.maximum(last, 0)[:, :, None], axis=1)  # (B, 1, H)
         outputs = {
             "sequence_output": x,
-            "pooled_output": self.pooler(x),  # (B, H)
+            "pooled_output": self.pooler(pooled_rows),  # (B, H)
             "encoder_outputs": encoder_outputs,
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -222,6 +253,7 @@ class BertBackbone(keras.Model):
 
         # === Config ===
         self.bert_config = config
+        self.causal = causal
         for key, value in config.to_dict().items():
             setattr(self, key, value)
 
@@ -236,7 +268,7 @@ class BertBackbone(keras.Model):
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
-                **self.bert_config.to_dict()}
+                "causal": self.causal, **self.bert_config.to_dict()}
 
     @classmethod
     def from_config(cls, config):
