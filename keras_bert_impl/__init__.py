@@ -5,6 +5,7 @@ from keras_bert_impl.bert_config import BertConfig
 from keras_bert_impl.bert_config import num_parameters
 from keras_bert_impl.bert_config import preset
 from keras_bert_impl.models import BertBackbone
+from keras_bert_impl.models import BertCausalLMPretrainer
 from keras_bert_impl.models import BertClassifier
 from keras_bert_impl.models import BertFeatureExtractor
 from keras_bert_impl.models import BertMaskedLMPretrainer

@@ -2,6 +2,7 @@
 
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_backbone import grow_vocabulary
+from keras_bert_impl.gpt.gpt_causal_lm import GptCausalLM
 from keras_bert_impl.gpt.gpt_config import FINE_TUNING_TOKENS
 from keras_bert_impl.gpt.gpt_config import GPT_PRESETS
 from keras_bert_impl.gpt.gpt_config import GptConfig

@@ -52,7 +52,7 @@ def _masked_lm_head(backbone):
     )
 
 
-def _compile_from_config(model, config):
+def compile_from_saved_config(model, config):
     """Re-compiles a loaded `.keras` model with its saved compile arguments.
 
     Keras' own version declines (with a warning) when `compile` is
@@ -71,7 +71,7 @@ class _Pretrainer(KerasStrategyFixes, keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def compile_from_config(self, config):
-        _compile_from_config(self, config)
+        compile_from_saved_config(self, config)
 
     def _symbolic_batch(self):
         """Targets and sample weights for every output (masked-LM weights)."""
@@ -206,4 +206,57 @@ class BertMaskedLMPretrainer(_Pretrainer):
         )
 
 
-__all__ = ["BertPretrainer", "BertMaskedLMPretrainer"]
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertCausalLMPretrainer(_Pretrainer):
+    """BERT as a left-to-right LM: the paper's "LTR & No NSP" ablation (Sec. 5.1).
+
+    The backbone must be causal (`BertBackbone(..., causal=True)`): every
+    position sees only itself and the positions before it. The same
+    masked-LM head (transform + tied decoder + output bias) predicts the
+    next token at EVERY position; no [MASK] in the input, no NSP. Inputs are
+    the backbone's three; one output, `lm` float32 logits `(B, S, V)`.
+    Targets `{"lm": next_ids}` with sample weight `{"lm": next_mask}` (1
+    where the next token is real); `tf_records.reader` makes them from the
+    same records BERT trains on (`left_to_right=True`), so the ablation sees
+    the same data.
+
+    Args:
+        backbone: `BertBackbone` with `causal=True`.
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.layers.deserialize(backbone)
+        if not backbone.causal:
+            raise ValueError(
+                "BertCausalLMPretrainer needs a causal backbone: build it with "
+                "`BertBackbone(..., causal=True)`; a bidirectional one would see the "
+                "token it predicts.")
+        # === Layers ===
+        self.backbone = backbone
+        self.masked_lm_head = _masked_lm_head(backbone)
+        # === Functional graph ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
+        sequence_output = backbone(inputs)["sequence_output"]  # (B, S, H)
+        outputs = {"lm": self.masked_lm_head(sequence_output)}  # (B, S, V)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = backbone.dtype_policy
+
+    def call(self, inputs, training=None, mask=None):
+        check_inputs(inputs, self.backbone.bert_config)
+        return super(_Pretrainer, self).call(inputs, training=training, mask=mask)
+
+    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
+        """Compiles with the next-token loss and accuracy by default."""
+        super().compile(
+            optimizer=optimizer,
+            loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
+            weighted_metrics=weighted_metrics
+            or {"lm": [keras.metrics.SparseCategoricalAccuracy(name="lm_accuracy")]},
+            **kwargs,
+        )
+
+
+__all__ = ["BertPretrainer", "BertMaskedLMPretrainer", "BertCausalLMPretrainer"]

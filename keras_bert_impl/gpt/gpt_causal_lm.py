@@ -1,0 +1,70 @@
+"""`GptCausalLM`: GPT with its next-token objective, for `model.fit`."""
+
+import keras
+
+from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
+from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
+from keras_bert_impl.losses import MaskedLMLoss
+from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
+from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
+
+# B=batch, S=sequence, V=vocab
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class GptCausalLM(KerasStrategyFixes, keras.Model):
+    """OpenAI GPT pretraining: predict every next token (Radford et al. Sec. 3.1).
+
+    One output, `lm` float32 logits `(B, S, V)` from the tied embedding.
+    `compile()` with no loss sets the language-model cross-entropy averaged
+    over the real targets (sample weight: 1 where the next token is real)
+    and the next-token accuracy, so a dataset of
+    `(x, {"lm": next_ids}, {"lm": next_mask})` (see `tf_records.lm_reader`)
+    trains with a plain `fit`.
+
+    Args:
+        backbone: `GptBackbone`.
+
+    Example:
+    >>> lm = GptCausalLM(GptBackbone.from_config_object(gpt_preset("gpt_tiny")))
+    >>> lm.compile(optimizer="adamw")
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.layers.deserialize(backbone)
+        # === Layers ===
+        self.backbone = backbone
+        # === Functional graph ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
+        outputs = {"lm": backbone(inputs)["lm_logits"]}  # (B, S, V)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = backbone.dtype_policy
+
+    def call(self, inputs, training=None, mask=None):
+        check_gpt_inputs(inputs, self.backbone.gpt_config)
+        return super().call(inputs, training=training, mask=mask)
+
+    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
+        """Compiles with the next-token loss and accuracy by default."""
+        super().compile(
+            optimizer=optimizer,
+            loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
+            weighted_metrics=weighted_metrics
+            # One output: Keras would not prefix the name, so name it fully.
+            or {"lm": [keras.metrics.SparseCategoricalAccuracy(name="lm_accuracy")]},
+            **kwargs,
+        )
+
+    def compile_from_config(self, config):
+        compile_from_saved_config(self, config)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "backbone": keras.layers.serialize(self.backbone)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
