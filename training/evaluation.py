@@ -1,20 +1,28 @@
 """After pretraining: held-out masked-LM / NSP accuracy against the
-most-frequent-token baseline, and fill-in-the-[MASK] examples."""
+most-frequent-token baseline and fill-in-the-[MASK] examples (BERT);
+next-token accuracy and perplexity against the unigram model and greedy
+continuations (GPT, BERT's LTR ablation)."""
 
 
-def evaluate(model, heldout_source, train_source, batch_size, bert_config):
-    """Held-out loss/accuracies and the most-frequent-token baseline."""
+def say(message):
+    print(message, flush=True)
+
+
+
+def evaluate(model, heldout, train, vocab_size):
+    """Held-out masked-LM (and NSP) scores and the most-frequent-token baseline.
+
+    Args:
+        model: a compiled BERT pretrainer.
+        heldout: one pass of held-out `(x, y, sample_weight)` batches.
+        train: one pass of training batches (the baseline's counts).
+        vocab_size: int.
+    """
     import numpy as np
 
-    from tf_records.reader import pretraining_dataset
-
-    heldout = pretraining_dataset(heldout_source, batch_size, shuffle_buffer=0, repeat=False,
-                                  model_config=bert_config)
     results = model.evaluate(heldout, verbose=0, return_dict=True)
     # The baseline: always predict the masked token most frequent in training.
-    counts = np.zeros(bert_config.vocab_size, np.int64)
-    train = pretraining_dataset(train_source, 256, shuffle_buffer=0, repeat=False,
-                                model_config=bert_config)
+    counts = np.zeros(vocab_size, np.int64)
     for _, y, w in train.take(200):
         np.add.at(counts, y["masked_lm"].numpy()[w["masked_lm"].numpy() > 0], 1)
     top = int(counts.argmax())
@@ -26,7 +34,89 @@ def evaluate(model, heldout_source, train_source, batch_size, bert_config):
     results["baseline_masked_lm_accuracy"] = hits / max(total, 1)
     results["baseline_token_id"] = top
     results["heldout_masked_tokens"] = total
+    say(f"Held-out masked-LM accuracy {results['masked_lm_accuracy']:.4f} vs "
+        f"{results['baseline_masked_lm_accuracy']:.4f} for always guessing the most "
+        f"frequent token"
+        + (f"; next-sentence accuracy {results['next_sentence_accuracy']:.4f}"
+           if "next_sentence_accuracy" in results else "")
+        + f" ({total} masked tokens)")
     return results
+
+
+def next_token_report(model, heldout, train, vocab_size, output="lm"):
+    """Held-out next-token accuracy and perplexity against the unigram model.
+
+    Perplexity is exp of the mean negative log-likelihood per real target
+    token, summed over the whole held-out set (not a mean of batch means).
+    The baseline is the unigram distribution of the training targets
+    (add-one smoothed): its perplexity, and the accuracy of always guessing
+    the most frequent token.
+
+    Args:
+        model: a model whose output `output` is `(B, S, V)` next-token logits.
+        heldout: one pass of held-out `(x, {"lm": next_ids}, {"lm": weights})`.
+        train: one pass of training batches (the unigram counts).
+        vocab_size: int.
+    """
+    import numpy as np
+
+    counts = np.ones(vocab_size, np.float64)  # add-one
+    for _, y, w in train.take(200):
+        np.add.at(counts, y[output].numpy()[w[output].numpy() > 0], 1)
+    unigram_log_prob = np.log(counts / counts.sum())
+    top = int(counts.argmax())
+    nll = unigram_nll = 0.0
+    hits = unigram_hits = total = 0
+    for x, y, w in heldout:
+        logits = np.asarray(model.predict_on_batch(x)[output], np.float64)  # (B, S, V)
+        targets = y[output].numpy()
+        real = w[output].numpy() > 0
+        peak = logits.max(-1, keepdims=True)
+        log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
+        target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+        nll += float((log_z - target_logit)[real].sum())
+        unigram_nll -= float(unigram_log_prob[targets[real]].sum())
+        hits += int((logits.argmax(-1) == targets)[real].sum())
+        unigram_hits += int((targets[real] == top).sum())
+        total += int(real.sum())
+    total = max(total, 1)
+    results = {
+        "next_token_accuracy": hits / total,
+        "perplexity": float(np.exp(nll / total)),
+        "baseline_next_token_accuracy": unigram_hits / total,
+        "baseline_unigram_perplexity": float(np.exp(unigram_nll / total)),
+        "heldout_target_tokens": total,
+    }
+    say(f"Held-out next-token accuracy {results['next_token_accuracy']:.4f} vs "
+        f"{results['baseline_next_token_accuracy']:.4f} for always guessing the most frequent "
+        f"token; perplexity {results['perplexity']:.1f} vs {results['baseline_unigram_perplexity']:.1f} "
+        f"for the unigram model ({total} target tokens)")
+    return results
+
+
+def greedy_continuations(model, prompts, max_new_tokens, max_length, extra_inputs=None):
+    """Greedy next-token continuations of token-id prompts (a list of lists).
+
+    Runs the model on the growing sequence each step (no key/value cache:
+    these are a few short examples after training).
+    """
+    import numpy as np
+
+    out = []
+    for prompt in prompts:
+        ids = list(prompt)
+        for _ in range(max_new_tokens):
+            if len(ids) >= max_length:
+                break
+            x = {"input_word_ids": np.array([ids], np.int32),
+                 "input_mask": np.ones((1, len(ids)), np.int32)}
+            if extra_inputs:
+                x.update({k: np.zeros((1, len(ids)), np.int32) for k in extra_inputs})
+            logits = model.predict_on_batch(x)
+            logits = logits["lm"] if isinstance(logits, dict) else logits
+            ids.append(int(np.argmax(logits[0, -1])))
+        out.append(ids[len(prompt):])
+    return out
 
 
 def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):

@@ -1,17 +1,21 @@
-"""Pretrain BERT end to end: text -> vocabulary -> TFRecords -> `model.fit`
-under a strategy -> held-out evaluation -> SavedModel export.
+"""Pretrain BERT (or a comparison system) end to end: text -> vocabulary ->
+TFRecords -> `model.fit` under a strategy -> held-out evaluation -> export.
 
     python -m training.pretrain          # the main job: a tiny BERT on the default corpus
+    python -m training.pretrain --model=gpt                  # a tiny OpenAI GPT, same corpus
+    python -m training.pretrain --ablation=ltr               # BERT's LTR & No NSP ablation
     python -m training.pretrain --input='corpus/*.txt' --preset=small --output_dir=runs/small
     python -m training.pretrain --input=records/ --vocab_file=vocab.txt --strategy=tpu --tpu=local
 
 Run the same command again after a crash and it resumes at the last
 checkpoint: same step, learning rate, optimizer state and data position.
-Every flag is a field of `PretrainConfig`; its default is the flag's.
+Every flag is a field of `PretrainConfig`; its default is the flag's. A
+model family adds its recipe (data, model, loss, evaluation, export:
+`training/bert_recipe.py`, `training/gpt_recipe.py`); the trainer here is
+one for all.
 """
 
 import dataclasses
-import glob
 import json
 import os
 import sys
@@ -22,12 +26,17 @@ from absl import logging
 
 from training.config_flags import define_flags
 from training.config_flags import from_flags
+from training.pretrain_common import is_tfrecords
+from training.pretrain_common import say
+from training.pretrain_common import write_json
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainConfig:
     """Settings of a pretraining run. The defaults are the main job's."""
 
+    model: str = "bert"
+    ablation: str = ""
     input: str = ""
     heldout_input: str = ""
     output_dir: str = "pretrain_output"
@@ -62,19 +71,26 @@ class PretrainConfig:
 
 
 HELP = {
+    "model": "bert or gpt (OpenAI GPT: BPE vocabulary, contiguous token windows, next-token LM).",
+    "ablation": "BERT's Table 5 ablations: '' (MLM + NSP), no_nsp (MLM only), ltr (LTR & No NSP: "
+                "causal mask, next-token loss on every position, from the same records).",
     "input": "Text files/globs (comma-separated; one sentence per line, blank line between "
              "documents) or a TFRecord folder/manifest.json/file pattern. Empty: the default "
              "corpus (Python standard-library docstrings + pydoc topics).",
     "heldout_input": "Held-out text or TFRecords for the final evaluation. Empty: the default "
                      "corpus's held-out documents, or none.",
     "output_dir": "Run folder: data, checkpoints, TensorBoard logs, export, summary.json.",
-    "vocab_file": "vocab.txt. Empty with text input: learn one from the training text.",
+    "vocab_file": "vocab.txt (GPT: vocab.json, with merges.txt beside it). Empty with text "
+                  "input: learn one from the training text.",
     "vocab_size": "Size of a learned vocabulary.",
     "do_lower_case": "Lowercase and strip accents (uncased).",
-    "preset": "Model size: tiny, mini, small, medium, base, large.",
-    "config_file": "bert_config.json overriding --preset (vocab_size is taken from the data).",
-    "max_seq_length": "Tokens per sequence.",
-    "max_predictions_per_seq": "Masked positions per sequence.",
+    "preset": "Model size: tiny, mini, small, medium, base, large; GPT: gpt_tiny, gpt_mini, gpt "
+              "(tiny and mini mean gpt_tiny and gpt_mini).",
+    "config_file": "bert_config.json (GPT: config.json) overriding --preset (vocab_size is taken "
+                   "from the data).",
+    "max_seq_length": "Tokens per sequence (GPT: per window; each window predicts its next "
+                      "tokens).",
+    "max_predictions_per_seq": "Masked positions per sequence (BERT).",
     "dupe_factor": "Passes over the text when writing TFRecords, each with new masks.",
     "do_whole_word_mask": "Mask whole words.",
     "global_batch_size": "Sequences per step over all replicas.",
@@ -96,32 +112,14 @@ HELP = {
     "seed": "Seed for data writing, data order and initialization.",
     "data_workers": "Processes writing TFRecords.",
     "log_every_steps": "Steps between progress lines / TensorBoard points.",
-    "fill_mask_examples": "Held-out sentences shown with [MASK] predictions at the end.",
+    "fill_mask_examples": "Held-out sentences shown with [MASK] predictions (BERT) or greedy "
+                          "continuations (GPT) at the end.",
 }
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
     "output_dir", "strategy", "tpu", "log_every_steps", "fill_mask_examples", "data_workers",
     "steps_per_execution"))
-
-
-def say(message):
-    print(message, flush=True)
-
-
-def _is_tfrecords(spec):
-    if not spec:
-        return False
-    if os.path.isdir(spec) or spec.endswith(".json"):
-        return True
-    return any(".tfrecord" in f or f.endswith(".rec") for f in glob.glob(spec.split(",")[0]))
-
-
-def _text_files(spec):
-    files = sorted({f for pattern in spec.split(",") if pattern for f in glob.glob(pattern)})
-    if not files:
-        raise SystemExit(f"No files match --input={spec!r}.")
-    return files
 
 
 def _check_run_config(cfg, path):
@@ -142,97 +140,26 @@ def _check_run_config(cfg, path):
     os.replace(tmp, path)
 
 
-def prepare_data(cfg):
-    """-> (train records source, held-out source or None, vocab file or None)."""
-    if _is_tfrecords(cfg.input):
-        heldout = cfg.heldout_input or None
-        if heldout and not _is_tfrecords(heldout):
-            raise SystemExit("--heldout_input must be TFRecords when --input is.")
-        return cfg.input, heldout, cfg.vocab_file or None
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
-    from tf_records.writer import write_pretraining_data
+def make_recipe(cfg):
+    """The model family's recipe: data, model, loss, evaluation and export."""
+    if cfg.model == "bert":
+        from training.bert_recipe import BertRecipe
 
-    data_dir = os.path.join(cfg.output_dir, "data")
-    if cfg.input:
-        train_files = _text_files(cfg.input)
-        heldout_files = _text_files(cfg.heldout_input) if cfg.heldout_input else None
-    else:
-        from training.default_corpus import write_default_corpus
+        return BertRecipe(cfg)
+    if cfg.model == "gpt":
+        from training.gpt_recipe import GptRecipe
 
-        corpus_dir = os.path.join(data_dir, "corpus")
-        paths = {"train": os.path.join(corpus_dir, "train.txt"),
-                 "heldout": os.path.join(corpus_dir, "heldout.txt")}
-        if not all(os.path.exists(p) for p in paths.values()):
-            start = time.time()
-            paths, counts = write_default_corpus(corpus_dir)
-            size = os.path.getsize(paths["train"]) / 1e6
-            say(f"Default corpus: {counts['train']} training documents ({size:.1f} MB), "
-                f"{counts['heldout']} held out, from the standard library's docstrings and "
-                f"pydoc topics ({time.time() - start:.0f} s) -> {corpus_dir}")
-        train_files, heldout_files = [paths["train"]], [paths["heldout"]]
-    vocab_file = cfg.vocab_file
-    if not vocab_file:
-        vocab_file = os.path.join(data_dir, "vocab.txt")
-        if not os.path.exists(vocab_file):
-            from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
-            from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-            from tf_records.writer import read_documents
-
-            start = time.time()
-            lines = (line for document in read_documents(train_files) for line in document)
-            tokens = learn_vocab(lines, cfg.vocab_size, cfg.do_lower_case)
-            write_vocab(tokens, vocab_file)
-            say(f"Learned a {len(tokens)}-token WordPiece vocabulary ({time.time() - start:.0f} s)"
-                f" -> {vocab_file}")
-    instance_config = InstanceConfig(
-        max_seq_length=cfg.max_seq_length, max_predictions_per_seq=cfg.max_predictions_per_seq,
-        do_whole_word_mask=cfg.do_whole_word_mask)
-    sources = {}
-    for side, files, dupe in (("train", train_files, cfg.dupe_factor), ("heldout", heldout_files, 1)):
-        if not files:
-            continue
-        folder = os.path.join(data_dir, f"{side}_records")
-        sources[side] = folder
-        if os.path.exists(os.path.join(folder, "manifest.json")):
-            continue  # written by an earlier start of this run
-        start = time.time()
-        manifest = write_pretraining_data(
-            files, vocab_file, folder, instance_config,
-            WriterConfig(dupe_factor=dupe, random_seed=cfg.seed + (side == "heldout"),
-                         do_lower_case=cfg.do_lower_case, num_workers=cfg.data_workers,
-                         documents_per_block=500),
-            progress=False)
-        records = sum(s["records"] for s in manifest["shards"])
-        say(f"Wrote {records} {side} instances in {len(manifest['shards'])} shards "
-            f"({time.time() - start:.0f} s) -> {folder}")
-    return sources["train"], sources.get("heldout"), vocab_file
+        return GptRecipe(cfg)
+    raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt.")
 
 
-def build_model(cfg, vocab_size):
-    from keras_bert_impl import BertBackbone
-    from keras_bert_impl import BertConfig
-    from keras_bert_impl import BertPretrainer
-    from keras_bert_impl import preset
-
-    config = BertConfig.from_json_file(cfg.config_file) if cfg.config_file else preset(cfg.preset)
-    config = dataclasses.replace(config, vocab_size=vocab_size)
-    if cfg.max_seq_length > config.max_position_embeddings:
-        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
-                         f"max_position_embeddings={config.max_position_embeddings}.")
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
-    return BertPretrainer(BertBackbone.from_bert_config(config, dtype=dtype)), config
-
-
-def train(cfg, strategy, train_source, vocab_size):
-    """Builds, restores and fits; returns (model, bert_config, step, nan)."""
+def train(cfg, recipe, strategy, train_source, vocab_size):
+    """Builds, restores and fits; returns (model, model_config, step, nan)."""
     import keras
     import tensorflow as tf
 
     from tf_records.reader import pipeline_share
-    from tf_records.reader import pretraining_dataset
     from tf_records.reader import read_manifest
-    from tf_records.schema import RecordSchema
     from training.checkpointing import CheckpointEveryEpoch
     from training.checkpointing import TrainingCheckpoint
     from training.checkpointing import checkpoint_interval
@@ -250,7 +177,7 @@ def train(cfg, strategy, train_source, vocab_size):
                          f"checkpoint interval ({interval} batches).")
     keras.utils.set_random_seed(cfg.seed)
     with strategy.scope():
-        model, bert_config = build_model(cfg, vocab_size)
+        model, model_config = recipe.build_model(vocab_size)
         optimizer = create_optimizer(OptimizerConfig(
             optimizer=cfg.optimizer, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
             weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm,
@@ -267,7 +194,7 @@ def train(cfg, strategy, train_source, vocab_size):
         raise SystemExit(f"The last checkpoint is at batch {step}, not a multiple of the "
                          f"interval {interval}: was --checkpoint_every_steps changed?")
     if step >= total_batches:
-        return model, bert_config, step, None
+        return model, model_config, step, None
 
     def dataset_fn(context):
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
@@ -277,20 +204,14 @@ def train(cfg, strategy, train_source, vocab_size):
             mine, _ = pipeline_share(files, None, context)
             say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
                 f"reads {', '.join(mine)}")
-        return pretraining_dataset(
+        return recipe.dataset(
             train_source, context.get_per_replica_batch_size(cfg.global_batch_size),
-            schema=schema, input_context=context if sharded else None,
-            shuffle_buffer=cfg.shuffle_buffer, seed=cfg.seed, model_config=bert_config,
-            start_batch=step * replicas_per_pipeline)
+            model_config, start_batch=step * replicas_per_pipeline,
+            input_context=context if sharded else None)
 
-    # Records without our manifest (e.g. from the original script): their
-    # lengths are the flags'. With a manifest the reader takes its schema.
-    schema = None if os.path.isdir(train_source) or train_source.endswith(".json") else (
-        RecordSchema(cfg.max_seq_length, cfg.max_predictions_per_seq))
     if strategy is tf.distribute.get_strategy():  # the default: no distribution
-        dataset = pretraining_dataset(train_source, cfg.global_batch_size, schema=schema,
-                                      seed=cfg.seed, shuffle_buffer=cfg.shuffle_buffer,
-                                      model_config=bert_config, start_batch=step)
+        dataset = recipe.dataset(train_source, cfg.global_batch_size, model_config,
+                                 start_batch=step)
     else:
         dataset = strategy.distribute_datasets_from_function(dataset_fn)
     saver = CheckpointEveryEpoch(checkpoint, interval)
@@ -298,13 +219,14 @@ def train(cfg, strategy, train_source, vocab_size):
         total_batches, step, interval, cfg.log_every_steps, cfg.global_batch_size,
         cfg.global_batch_size * cfg.max_seq_length,
         log_dir=os.path.join(cfg.output_dir, "tensorboard") if checkpoint.is_chief else None)
-    say(f"Training {cfg.preset if not cfg.config_file else cfg.config_file} BERT "
+    what = cfg.config_file or cfg.preset
+    say(f"Training {what} {recipe.name}{f' ({cfg.ablation})' if cfg.ablation else ''} "
         f"({model.count_params():,} parameters) for {total_batches} batches of "
         f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s), "
         f"checkpoint every {interval}")
     model.fit(dataset, epochs=total_batches // interval, initial_epoch=step // interval,
               steps_per_epoch=interval, callbacks=[saver, log], verbose=0)
-    return model, bert_config, saver.batches or step, saver.bad_loss
+    return model, model_config, saver.batches or step, saver.bad_loss
 
 
 def main(argv):
@@ -312,6 +234,7 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress
     cfg = from_flags(PretrainConfig)
     started = time.time()
+    recipe = make_recipe(cfg)  # checks --model and --ablation before anything is written
     from training.checkpointing import OutputLock
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
@@ -319,7 +242,7 @@ def main(argv):
         lock = OutputLock(cfg.output_dir, role)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
-    if role and not _is_tfrecords(cfg.input):
+    if role and not is_tfrecords(cfg.input):
         raise SystemExit("--strategy=multi_worker reads TFRecords (--input=<folder>): write them "
                          "once first with `python -m tf_records.create_pretraining_data`.")
     chief = role in ("", "chief-0", "worker-0")
@@ -332,9 +255,9 @@ def main(argv):
     from training.distribution import make_strategy
 
     strategy = make_strategy(cfg.strategy, cfg.tpu)
-    train_source, heldout_source, vocab_file = prepare_data(cfg)
-    vocab_size = _vocab_size(train_source, vocab_file)
-    model, bert_config, step, bad_loss = train(cfg, strategy, train_source, vocab_size)
+    train_source, heldout_source, vocab_file = recipe.prepare_data()
+    vocab_size = recipe.vocab_size(train_source, vocab_file)
+    model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size)
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
@@ -342,37 +265,15 @@ def main(argv):
         say(f"Worker {role} done: {step} batches.")
         return
     if strategy.num_replicas_in_sync > 1 or role:
-        model = _local_copy(cfg, model, vocab_size)  # evaluate and export outside the strategy
+        model = _local_copy(recipe, model, vocab_size)  # evaluate and export outside the strategy
     summary = {"batches_trained": step, "replicas": strategy.num_replicas_in_sync}
-    from training.evaluation import evaluate
-    from training.evaluation import fill_mask_examples
-
-    if heldout_source:
-        results = evaluate(model, heldout_source, train_source, cfg.global_batch_size, bert_config)
-        summary.update(results)
-        say(f"Held-out masked-LM accuracy {results['masked_lm_accuracy']:.4f} vs "
-            f"{results['baseline_masked_lm_accuracy']:.4f} for always guessing the most "
-            f"frequent token; next-sentence accuracy {results['next_sentence_accuracy']:.4f} "
-            f"({results['heldout_masked_tokens']} masked tokens)")
-    if vocab_file and cfg.fill_mask_examples:
-        text = _heldout_text(cfg)
-        if text:
-            for sentence, truth, guesses in fill_mask_examples(
-                    model, vocab_file, cfg, text, cfg.fill_mask_examples):
-                say(f"  {sentence}\n    [MASK] = {truth!r}; model guesses {guesses}")
+    summary.update(recipe.evaluate(model, model_config, heldout_source, train_source, vocab_file))
     export_dir = os.path.join(cfg.output_dir, "export")
-    from keras_bert_impl.serving import export_saved_model
-
-    export_saved_model(model, os.path.join(export_dir, "saved_model"), vocab_file,
-                       cfg.do_lower_case, cfg.max_seq_length)
-    model.save(os.path.join(export_dir, "pretrainer.keras"))
+    exported = recipe.export(model, vocab_file, export_dir)
     summary["export"] = os.path.abspath(export_dir)
     summary["wall_seconds"] = round(time.time() - started, 1)
-    _write_json(os.path.join(cfg.output_dir, "summary.json"), summary)
-    signatures = "serving_default, serving_text, serving_text_pair" if vocab_file else "serving_default"
-    say(f"Exported SavedModel (signatures {signatures}) -> "
-        f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
-        f"{os.path.join(export_dir, 'pretrainer.keras')}. Done in {time.time() - started:.0f} s.")
+    write_json(os.path.join(cfg.output_dir, "summary.json"), summary)
+    say(f"Exported {exported}. Done in {time.time() - started:.0f} s.")
     lock.release()
 
 
@@ -381,42 +282,15 @@ def _worker_role():
     return f"{task.get('type', 'worker')}-{task.get('index', 0)}"
 
 
-def _local_copy(cfg, model, vocab_size):
+def _local_copy(recipe, model, vocab_size):
     """The trained weights in a model built outside any strategy."""
     import tensorflow as tf
 
     with tf.distribute.get_strategy().scope():
-        local, _ = build_model(cfg, vocab_size)
+        local, _ = recipe.build_model(vocab_size)
     local.set_weights(model.get_weights())
     local.compile(optimizer=model.optimizer.__class__.from_config(model.optimizer.get_config()))
     return local
-
-
-def _heldout_text(cfg):
-    if cfg.heldout_input and not _is_tfrecords(cfg.heldout_input):
-        return _text_files(cfg.heldout_input)
-    if not cfg.input:
-        return [os.path.join(cfg.output_dir, "data", "corpus", "heldout.txt")]
-    return None
-
-
-def _vocab_size(train_source, vocab_file):
-    if os.path.isdir(train_source) or train_source.endswith(".json"):
-        from tf_records.reader import read_manifest
-
-        return read_manifest(train_source)["vocab_size"]
-    if not vocab_file:
-        raise SystemExit("TFRecords without a manifest need --vocab_file (for the vocabulary size).")
-    from keras_bert_impl.tokenizers import load_vocab
-
-    return max(load_vocab(vocab_file).values()) + 1
-
-
-def _write_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, default=float)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

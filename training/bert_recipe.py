@@ -1,0 +1,179 @@
+"""BERT's pretraining recipe for `training.pretrain`: WordPiece vocabulary,
+NSP + MLM TFRecords, the pretrainer of the chosen ablation, evaluation and
+export.
+
+The paper's Table 5 ablations are options of this recipe (`--ablation`):
+"" (MLM + NSP, the paper's model), "no_nsp" (MLM only, segment-pair input
+kept) and "ltr" (LTR & No NSP: a causal mask, next-token loss on every
+position, no [MASK], from the same records with the masks undone).
+"""
+
+import dataclasses
+import os
+import time
+
+from training.pretrain_common import heldout_text
+from training.pretrain_common import is_tfrecords
+from training.pretrain_common import say
+from training.pretrain_common import text_sources
+
+ABLATIONS = ("", "no_nsp", "ltr")
+
+
+class BertRecipe:
+    name = "BERT"
+    presets_help = "tiny, mini, small, medium, base, large"
+
+    def __init__(self, cfg):
+        if cfg.ablation not in ABLATIONS:
+            raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
+                             f"{', '.join(repr(a) for a in ABLATIONS)}.")
+        self.cfg = cfg
+
+    def prepare_data(self):
+        """-> (train records source, held-out source or None, vocab file or None)."""
+        cfg = self.cfg
+        if is_tfrecords(cfg.input):
+            heldout = cfg.heldout_input or None
+            if heldout and not is_tfrecords(heldout):
+                raise SystemExit("--heldout_input must be TFRecords when --input is.")
+            return cfg.input, heldout, cfg.vocab_file or None
+        from tf_records.instances import InstanceConfig
+        from tf_records.writer import WriterConfig
+        from tf_records.writer import write_pretraining_data
+
+        data_dir, train_files, heldout_files = text_sources(cfg)
+        vocab_file = cfg.vocab_file
+        if not vocab_file:
+            vocab_file = os.path.join(data_dir, "vocab.txt")
+            if not os.path.exists(vocab_file):
+                from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
+                from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+                from tf_records.writer import read_documents
+
+                start = time.time()
+                lines = (line for document in read_documents(train_files) for line in document)
+                tokens = learn_vocab(lines, cfg.vocab_size, cfg.do_lower_case)
+                write_vocab(tokens, vocab_file)
+                say(f"Learned a {len(tokens)}-token WordPiece vocabulary "
+                    f"({time.time() - start:.0f} s) -> {vocab_file}")
+        instance_config = InstanceConfig(
+            max_seq_length=cfg.max_seq_length,
+            max_predictions_per_seq=cfg.max_predictions_per_seq,
+            do_whole_word_mask=cfg.do_whole_word_mask)
+        sources = {}
+        for side, files, dupe in (("train", train_files, cfg.dupe_factor),
+                                  ("heldout", heldout_files, 1)):
+            if not files:
+                continue
+            folder = os.path.join(data_dir, f"{side}_records")
+            sources[side] = folder
+            if os.path.exists(os.path.join(folder, "manifest.json")):
+                continue  # written by an earlier start of this run
+            start = time.time()
+            manifest = write_pretraining_data(
+                files, vocab_file, folder, instance_config,
+                WriterConfig(dupe_factor=dupe, random_seed=cfg.seed + (side == "heldout"),
+                             do_lower_case=cfg.do_lower_case, num_workers=cfg.data_workers,
+                             documents_per_block=500),
+                progress=False)
+            records = sum(s["records"] for s in manifest["shards"])
+            say(f"Wrote {records} {side} instances in {len(manifest['shards'])} shards "
+                f"({time.time() - start:.0f} s) -> {folder}")
+        return sources["train"], sources.get("heldout"), vocab_file
+
+    def vocab_size(self, train_source, vocab_file):
+        if os.path.isdir(train_source) or train_source.endswith(".json"):
+            from tf_records.reader import read_manifest
+
+            return read_manifest(train_source)["vocab_size"]
+        if not vocab_file:
+            raise SystemExit("TFRecords without a manifest need --vocab_file (for the "
+                             "vocabulary size).")
+        from keras_bert_impl.tokenizers import load_vocab
+
+        return max(load_vocab(vocab_file).values()) + 1
+
+    def build_model(self, vocab_size):
+        from keras_bert_impl import BertBackbone
+        from keras_bert_impl import BertCausalLMPretrainer
+        from keras_bert_impl import BertConfig
+        from keras_bert_impl import BertMaskedLMPretrainer
+        from keras_bert_impl import BertPretrainer
+        from keras_bert_impl import preset
+
+        cfg = self.cfg
+        try:
+            config = BertConfig.from_json_file(cfg.config_file) if cfg.config_file else preset(
+                cfg.preset)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+        config = dataclasses.replace(config, vocab_size=vocab_size)
+        if cfg.max_seq_length > config.max_position_embeddings:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
+                             f"max_position_embeddings={config.max_position_embeddings}.")
+        dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+        backbone = BertBackbone.from_bert_config(config, causal=cfg.ablation == "ltr", dtype=dtype)
+        pretrainer = {"": BertPretrainer, "no_nsp": BertMaskedLMPretrainer,
+                      "ltr": BertCausalLMPretrainer}[cfg.ablation]
+        return pretrainer(backbone), config
+
+    def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
+                repeat=True, shuffle=True):
+        """The pretraining batches, turned into this ablation's targets."""
+        from tf_records.reader import pretraining_dataset
+        from tf_records.schema import RecordSchema
+
+        cfg = self.cfg
+        # Records without our manifest (e.g. from the original script): their
+        # lengths are the flags'. With a manifest the reader takes its schema.
+        schema = None if os.path.isdir(source) or source.endswith(".json") else (
+            RecordSchema(cfg.max_seq_length, cfg.max_predictions_per_seq))
+        ds = pretraining_dataset(
+            source, batch_size, schema=schema, input_context=input_context,
+            shuffle_buffer=cfg.shuffle_buffer if shuffle else 0, seed=cfg.seed, repeat=repeat,
+            model_config=model_config, start_batch=start_batch)
+        if cfg.ablation == "no_nsp":
+            ds = ds.map(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
+                                         {"masked_lm": w["masked_lm"]}))
+        elif cfg.ablation == "ltr":
+            from tf_records.reader import to_left_to_right
+
+            ds = ds.map(to_left_to_right)
+        return ds
+
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
+        """Held-out scores against the frequency baseline, and a few examples."""
+        from training.evaluation import evaluate
+        from training.evaluation import fill_mask_examples
+        from training.evaluation import next_token_report
+
+        cfg = self.cfg
+        results = {}
+        if heldout_source:
+            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+                                   repeat=False, shuffle=False)
+            train = self.dataset(train_source, 256, model_config, repeat=False, shuffle=False)
+            if cfg.ablation == "ltr":
+                results = next_token_report(model, heldout, train, model_config.vocab_size)
+            else:
+                results = evaluate(model, heldout, train, model_config.vocab_size)
+        text = heldout_text(cfg)
+        if cfg.ablation != "ltr" and vocab_file and cfg.fill_mask_examples and text:
+            for sentence, truth, guesses in fill_mask_examples(
+                    model, vocab_file, cfg, text, cfg.fill_mask_examples):
+                say(f"  {sentence}\n    [MASK] = {truth!r}; model guesses {guesses}")
+        return results
+
+    def export(self, model, vocab_file, export_dir):
+        from keras_bert_impl.serving import export_saved_model
+
+        cfg = self.cfg
+        export_saved_model(model, os.path.join(export_dir, "saved_model"), vocab_file,
+                           cfg.do_lower_case, cfg.max_seq_length)
+        model.save(os.path.join(export_dir, "pretrainer.keras"))
+        signatures = ("serving_default, serving_text, serving_text_pair" if vocab_file
+                      else "serving_default")
+        return (f"SavedModel (signatures {signatures}) -> "
+                f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
+                f"{os.path.join(export_dir, 'pretrainer.keras')}")
