@@ -128,12 +128,18 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
 
         signatures["serving_text"] = serving_text
         signatures["serving_text_pair"] = serving_text_pair
+    return save_module_atomic(module, export_dir, signatures)
+
+
+def save_module_atomic(module, export_dir, signatures):
+    """`tf.saved_model.save` into a folder beside `export_dir`, then a rename:
+    an existing export is replaced only once the new one is whole."""
     export_dir = os.path.abspath(export_dir)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(export_dir)}-", dir=parent)
     tf.saved_model.save(module, tmp, signatures=signatures)
-    if os.path.exists(export_dir):  # replace the old export only once the new one is whole
+    if os.path.exists(export_dir):
         old = tempfile.mkdtemp(prefix=".old-", dir=parent)
         os.replace(export_dir, os.path.join(old, "export"))
         os.replace(tmp, export_dir)

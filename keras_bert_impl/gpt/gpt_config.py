@@ -21,7 +21,9 @@ _HF_EXTRAS = ("architectures", "model_type", "transformers_version", "dtype", "t
               "predict_special_tokens", "summary_activation", "summary_first_dropout",
               "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params",
               "id2label", "label2id", "n_ctx", "n_special", "output_attentions",
-              "output_hidden_states", "use_cache", "return_dict")
+              "output_hidden_states", "use_cache", "return_dict",
+              # transformers 5 writes these too; the tie is checked on the weights.
+              "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings")
 
 # The three tokens GPT's fine-tuning appends to the vocabulary (its Sec. 3.3
 # input transformations): start, delimiter and the extract token read by the

@@ -1,0 +1,100 @@
+"""SavedModel export of GPT models for TF Serving: ids in, and raw text in.
+
+Signatures:
+- `serving_default`: int32 `input_word_ids`, `input_mask` `(B, S)` ->
+  `lm_logits` `(B, S, V)` (next-token scores at every position) and
+  `sequence_output` `(B, S, H)`, float32.
+- `serving_text` (`text` `(B,)` strings), when the vocabulary is given:
+  byte-pair encoded in the graph (`GraphGptTokenizer`, the same ids as
+  `GptTokenizer`), cut to `max_seq_length`, right-padded; outputs as
+  `serving_default` plus the packed `input_word_ids`, `input_mask` and
+  `next_token_id` (the greedy next token after each text).
+
+Requests longer than `n_positions` fail with an `InvalidArgumentError`
+saying so. The SavedModel needs only `tensorflow` and `tensorflow_text`.
+"""
+
+import tensorflow as tf
+
+from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
+from keras_bert_impl.gpt.gpt_backbone import GptBackbone
+from keras_bert_impl.serving import save_module_atomic
+
+# B=batch, S=sequence
+
+
+def _backbone_of(model):
+    if isinstance(model, GptBackbone):
+        return model
+    backbone = getattr(model, "backbone", None)
+    if not isinstance(backbone, GptBackbone):
+        raise ValueError(
+            f"Cannot export {type(model).__name__}: expected a GptBackbone or a model with a "
+            "GptBackbone `backbone` (GptCausalLM, ...).")
+    return backbone
+
+
+class _GptServing(tf.Module):
+    def __init__(self, backbone, tokenizer, max_seq_length):
+        super().__init__()
+        self.backbone = backbone
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.max_positions = backbone.gpt_config.n_positions
+
+    def outputs(self, inputs):
+        tf.debugging.assert_less_equal(
+            tf.shape(inputs["input_word_ids"])[-1], self.max_positions,
+            message=f"Sequences may be at most n_positions={self.max_positions} tokens long")
+        out = self.backbone(inputs, training=False)
+        return {"lm_logits": tf.cast(out["lm_logits"], tf.float32),
+                "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
+
+    def text_outputs(self, text):
+        ids = self.tokenizer(text)[:, : self.max_seq_length]  # ragged (B, <=S)
+        packed = {"input_word_ids": ids.to_tensor(0),  # right padding
+                  "input_mask": tf.ones_like(ids).to_tensor(0)}
+        packed = {k: tf.cast(v, tf.int32) for k, v in packed.items()}
+        out = self.outputs(packed)
+        last = tf.maximum(tf.reduce_sum(packed["input_mask"], axis=1) - 1, 0)  # (B,)
+        next_scores = tf.gather(out["lm_logits"], last, axis=1, batch_dims=1)  # (B, V)
+        return {**packed, **out,
+                "next_token_id": tf.argmax(next_scores, axis=-1, output_type=tf.int32)}
+
+
+def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
+                           max_seq_length=128):
+    """Writes a SavedModel of a GPT model with the signatures above.
+
+    Args:
+        model: `GptBackbone` or a model with one as `backbone` (`GptCausalLM`).
+        export_dir: str. Replaced atomically (written beside it, then renamed).
+        vocab_file, merges_file: str or None. `vocab.json` and `merges.txt`;
+            both add the text signature.
+        max_seq_length: int. Tokens kept of each text.
+
+    Returns:
+        The names of the signatures written.
+    """
+    backbone = _backbone_of(model)
+    tokenizer = None
+    if vocab_file and merges_file:
+        from keras_bert_impl.gpt.gpt_tokenizer import GraphGptTokenizer
+
+        tokenizer = GraphGptTokenizer(vocab_file, merges_file)
+    module = _GptServing(backbone, tokenizer, max_seq_length)
+
+    @tf.function(input_signature=[
+        {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}])
+    def serving_default(inputs):
+        return module.outputs(inputs)
+
+    signatures = {"serving_default": serving_default}
+    if tokenizer is not None:
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serving_text(text):
+            return module.text_outputs(text)
+
+        signatures["serving_text"] = serving_text
+    save_module_atomic(module, export_dir, signatures)
+    return sorted(signatures)

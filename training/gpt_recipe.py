@@ -1,0 +1,169 @@
+"""OpenAI GPT's pretraining recipe for `training.pretrain --model=gpt`:
+a BPE vocabulary (vocab.json + merges.txt), contiguous token windows as
+TFRecords, next-token LM, held-out perplexity against the unigram model,
+greedy continuations, export.
+
+The GPT paper pretrains on BooksCorpus windows of 512 contiguous tokens;
+here the same objective runs on any text, by default the main job's
+corpus, with the size ladder of `keras_bert_impl.gpt.GPT_PRESETS`.
+"""
+
+import os
+import time
+
+from training.pretrain_common import heldout_text
+from training.pretrain_common import is_tfrecords
+from training.pretrain_common import say
+from training.pretrain_common import text_sources
+
+# The BERT size names of --preset's default mean the GPT ones of that size.
+_SAME_SIZE = {"tiny": "gpt_tiny", "mini": "gpt_mini"}
+MERGES_FILE = "merges.txt"
+
+
+class GptRecipe:
+    name = "GPT"
+
+    def __init__(self, cfg):
+        if cfg.ablation:
+            raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
+                             "GPT has none.")
+        from keras_bert_impl.gpt import GPT_PRESETS
+
+        preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
+        if not cfg.config_file and preset not in GPT_PRESETS:
+            raise SystemExit(f"--preset={cfg.preset!r} is not a GPT size: "
+                             f"{', '.join(sorted(GPT_PRESETS))} (or tiny, mini).")
+        if cfg.vocab_file and not os.path.exists(_merges_beside(cfg.vocab_file)):
+            raise SystemExit(f"--vocab_file={cfg.vocab_file}: GPT reads vocab.json with "
+                             f"{MERGES_FILE} beside it; {_merges_beside(cfg.vocab_file)} is "
+                             "missing.")
+        self.cfg = cfg
+        self.preset = preset
+
+    def _tokenizer(self, vocab_file):
+        from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+
+        return GptTokenizer(vocab_file, _merges_beside(vocab_file))
+
+    def prepare_data(self):
+        """-> (train records folder, held-out folder or None, vocab.json or None)."""
+        cfg = self.cfg
+        if is_tfrecords(cfg.input):
+            heldout = cfg.heldout_input or None
+            if heldout and not is_tfrecords(heldout):
+                raise SystemExit("--heldout_input must be TFRecords when --input is.")
+            return cfg.input, heldout, cfg.vocab_file or None
+        from tf_records.lm_writer import write_lm_data
+
+        data_dir, train_files, heldout_files = text_sources(cfg)
+        vocab_file = cfg.vocab_file
+        if not vocab_file:
+            vocab_file = os.path.join(data_dir, "gpt_vocab", "vocab.json")
+            if not os.path.exists(vocab_file):
+                from keras_bert_impl.gpt.bpe_learner import learn_bpe_files
+
+                start = time.time()
+                size = learn_bpe_files(train_files, cfg.vocab_size, os.path.dirname(vocab_file))
+                say(f"Learned a {size}-token BPE vocabulary ({time.time() - start:.0f} s) -> "
+                    f"{os.path.dirname(vocab_file)}")
+        tokenizer = self._tokenizer(vocab_file)
+        sources = {}
+        for side, files in (("train", train_files), ("heldout", heldout_files)):
+            if not files:
+                continue
+            folder = os.path.join(data_dir, f"{side}_lm_records")
+            sources[side] = folder
+            if os.path.exists(os.path.join(folder, "manifest.json")):
+                continue  # written by an earlier start of this run
+            start = time.time()
+            manifest = write_lm_data(
+                files, tokenizer, folder, cfg.max_seq_length,
+                [vocab_file, _merges_beside(vocab_file)], num_shards=4,
+                random_seed=cfg.seed + (side == "heldout"), progress=False)
+            records = sum(s["records"] for s in manifest["shards"])
+            say(f"Wrote {records} {side} windows of {cfg.max_seq_length + 1} tokens "
+                f"({time.time() - start:.0f} s) -> {folder}")
+        return sources["train"], sources.get("heldout"), vocab_file
+
+    def vocab_size(self, train_source, vocab_file):
+        from tf_records.reader import read_manifest
+
+        try:
+            return read_manifest(train_source)["vocab_size"]
+        except ValueError as e:
+            raise SystemExit(f"GPT reads records from tf_records.lm_writer: {e}") from None
+
+    def build_model(self, vocab_size):
+        from keras_bert_impl.gpt import GptBackbone
+        from keras_bert_impl.gpt import GptCausalLM
+        from keras_bert_impl.gpt import GptConfig
+        from keras_bert_impl.gpt import gpt_preset
+
+        cfg = self.cfg
+        try:
+            config = (GptConfig.from_json_file(cfg.config_file) if cfg.config_file
+                      else gpt_preset(self.preset))
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+        config = config.replace(vocab_size=vocab_size)
+        if cfg.max_seq_length > config.n_positions:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
+                             f"n_positions={config.n_positions}.")
+        dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+        return GptCausalLM(GptBackbone.from_config_object(config, dtype=dtype)), config
+
+    def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
+                repeat=True, shuffle=True):
+        from tf_records.lm_reader import lm_dataset
+
+        cfg = self.cfg
+        return lm_dataset(source, batch_size, shuffle_buffer=cfg.shuffle_buffer if shuffle else 0,
+                          seed=cfg.seed, input_context=input_context, start_batch=start_batch,
+                          repeat=repeat, model_config=model_config)
+
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
+        """Held-out next-token accuracy and perplexity; a few greedy continuations."""
+        from training.evaluation import greedy_continuations
+        from training.evaluation import next_token_report
+
+        cfg = self.cfg
+        results = {}
+        if heldout_source:
+            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+                                   repeat=False, shuffle=False)
+            train = self.dataset(train_source, cfg.global_batch_size, model_config,
+                                 repeat=False, shuffle=False)
+            results = next_token_report(model, heldout, train, model_config.vocab_size)
+        text = heldout_text(cfg)
+        if vocab_file and cfg.fill_mask_examples and text:
+            import numpy as np
+
+            from tf_records.writer import read_documents
+
+            tokenizer = self._tokenizer(vocab_file)
+            lines = [line for doc in read_documents(text) for line in doc
+                     if len(line.split()) >= 12]
+            rng = np.random.default_rng(cfg.seed)
+            prompts = [tokenizer.encode(" ".join(str(line).split()[:8]))
+                       for line in rng.permutation(lines)[:cfg.fill_mask_examples]]
+            for prompt, more in zip(prompts, greedy_continuations(
+                    model, prompts, 12, cfg.max_seq_length)):
+                say(f"  {tokenizer.decode(prompt)!r} -> {tokenizer.decode(more)!r}")
+        return results
+
+    def export(self, model, vocab_file, export_dir):
+        from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
+
+        os.makedirs(export_dir, exist_ok=True)
+        path = os.path.join(export_dir, "causal_lm.keras")
+        model.save(path)
+        saved = os.path.join(export_dir, "saved_model")
+        signatures = export_gpt_saved_model(
+            model, saved, vocab_file, _merges_beside(vocab_file) if vocab_file else None,
+            self.cfg.max_seq_length)
+        return f"SavedModel (signatures {', '.join(signatures)}) -> {saved}; Keras model -> {path}"
+
+
+def _merges_beside(vocab_file):
+    return os.path.join(os.path.dirname(os.path.abspath(vocab_file)), MERGES_FILE)
