@@ -4,7 +4,9 @@ Signatures:
 - `serving_default`: int32 `input_word_ids`, `input_mask`, `input_type_ids`
   `(B, S)` (+ `masked_lm_positions` `(B, P)` for pretrainers) ->
   `sequence_output`, `pooled_output` (+ `masked_lm` and `next_sentence`
-  logits for pretrainers).
+  logits for pretrainers; + `lm` `(B, S, V)` next-token logits for the
+  left-to-right ablation's `BertCausalLMPretrainer`, which takes no
+  positions).
 - Fine-tuned models (`BertClassifier`, `BertTokenTagger`,
   `BertQuestionAnswerer`, `BertMultipleChoice`): `serving_default` takes the
   same three ids (`(B, C, S)` for multiple choice) and returns the task's
@@ -32,12 +34,18 @@ import tensorflow as tf
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
+from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
 def _parts(model):
-    """(backbone, masked_lm_head or None, next_sentence_head or None)."""
+    """(backbone, masked_lm_head or None, next_sentence_head or None).
+
+    The masked-LM head is returned only for models that read
+    `masked_lm_positions`; the left-to-right pretrainer scores every
+    position through its whole graph instead (`lm`).
+    """
     if isinstance(model, BertBackbone):
         return model, None, None
     backbone = getattr(model, "backbone", None)
@@ -45,7 +53,10 @@ def _parts(model):
         raise ValueError(
             f"Cannot export {type(model).__name__}: expected a BertBackbone or a model with a "
             "`backbone` attribute (BertPretrainer, BertClassifier, ...).")
-    return backbone, getattr(model, "masked_lm_head", None), getattr(model, "next_sentence_head", None)
+    masked_lm_head = getattr(model, "masked_lm_head", None)
+    if "masked_lm_positions" not in getattr(model, "input", {}):
+        masked_lm_head = None
+    return backbone, masked_lm_head, getattr(model, "next_sentence_head", None)
 
 
 class _Serving(tf.Module):
@@ -70,6 +81,8 @@ class _Serving(tf.Module):
         backbone_out = self.backbone(inputs, training=False)
         out = {"sequence_output": backbone_out["sequence_output"],
                "pooled_output": backbone_out["pooled_output"]}
+        if isinstance(self.model, BertCausalLMPretrainer):
+            out["lm"] = self.model(inputs, training=False)["lm"]
         if self.next_sentence_head is not None:
             out["next_sentence"] = self.next_sentence_head(out["pooled_output"], training=False)
         if masked_lm_positions is not None:

@@ -27,6 +27,20 @@ def read_manifest(path):
     return manifest
 
 
+def check_kind(manifest, kind):
+    """Raises `ValueError` unless the records are of `kind` ("bert", "lm").
+
+    BERT's manifests name no kind: a manifest without one is "bert".
+    """
+    found = manifest["schema"].get("kind", "bert")
+    if found != kind:
+        readers = {"bert": "tf_records.reader.pretraining_dataset",
+                   "lm": "tf_records.lm_reader.lm_dataset"}
+        raise ValueError(
+            f"{manifest['folder']} holds {found!r} records, but this reader reads {kind!r} "
+            f"records. Read them with {readers.get(found, f'a {found!r} reader')}.")
+
+
 def check_schema(manifest, model_config=None, schema=None):
     """Raises `ValueError` naming the first value the data and model disagree on."""
     data = manifest["schema"]
@@ -147,6 +161,7 @@ def pretraining_dataset(
         manifest_path = source
     if manifest_path:
         manifest = read_manifest(manifest_path)
+        check_kind(manifest, "bert")
         check_schema(manifest, model_config, schema)
         schema = RecordSchema(**manifest["schema"])
         check_shard_framing(manifest)
@@ -231,3 +246,38 @@ def pretraining_dataset(
             return to_model_inputs(tf.io.parse_example(records, spec))
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def to_left_to_right(x, y, sample_weight):
+    """A pretraining batch -> the paper's "LTR & No NSP" batch, same records.
+
+    BERT's ablation (Devlin et al. 2018, Sec. 5.1) trains a left-to-right
+    LM on the same data: the masked positions get their original ids back
+    (`masked_lm_ids` where `masked_lm_weights > 0`, so no [MASK] and no
+    random replacement is left), the target at position t is token t + 1
+    (the last column is 0), weighted by whether token t + 1 is real. NSP is
+    dropped; a "random next" pair still joins two unrelated segments, as
+    the records were made for NSP.
+
+        ds = pretraining_dataset(folder, 32).map(to_left_to_right)
+
+    Args: `(x, y, sample_weight)` as `pretraining_dataset` yields them.
+
+    Returns: `x` with `input_word_ids`, `input_mask`, `input_type_ids`
+    `(B, S)` int32; `y = {"lm": (B, S) int32}`; `sample_weight = {"lm":
+    (B, S) float32}`.
+    """
+    # B=batch, S=sequence, P=max predictions
+    ids = x["input_word_ids"]  # (B, S)
+    positions = x["masked_lm_positions"]  # (B, P)
+    real = sample_weight["masked_lm"] > 0  # (B, P); padding predictions point at 0
+    rows = tf.broadcast_to(tf.range(tf.shape(positions)[0])[:, None], tf.shape(positions))
+    indices = tf.stack([tf.boolean_mask(rows, real), tf.boolean_mask(positions, real)], axis=-1)
+    ids = tf.tensor_scatter_nd_update(ids, indices, tf.boolean_mask(y["masked_lm"], real))
+    mask = x["input_mask"]
+
+    def shift_left(t):  # (B, S) -> (B, S): column t holds column t + 1, the last 0
+        return tf.concat([t[:, 1:], tf.zeros_like(t[:, :1])], axis=1)
+
+    x = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": x["input_type_ids"]}
+    return x, {"lm": shift_left(ids)}, {"lm": tf.cast(shift_left(mask), tf.float32)}
