@@ -29,6 +29,7 @@ class BertRecipe:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
         self.cfg = cfg
+        self.preset = cfg.preset
 
     def prepare_data(self):
         """-> (train records source, held-out source or None, vocab file or None)."""

@@ -61,12 +61,16 @@ class GptRecipe:
         if not vocab_file:
             vocab_file = os.path.join(data_dir, "gpt_vocab", "vocab.json")
             if not os.path.exists(vocab_file):
-                from keras_bert_impl.gpt.bpe_learner import learn_bpe_files
+                from keras_bert_impl.gpt.bpe_learner import learn_bpe
+                from keras_bert_impl.gpt.bpe_learner import write_bpe_files
+                from tf_records.writer import read_documents
 
                 start = time.time()
-                size = learn_bpe_files(train_files, cfg.vocab_size, os.path.dirname(vocab_file))
-                say(f"Learned a {size}-token BPE vocabulary ({time.time() - start:.0f} s) -> "
-                    f"{os.path.dirname(vocab_file)}")
+                lines = (line for document in read_documents(train_files) for line in document)
+                vocab, merges = learn_bpe(lines, vocab_size=cfg.vocab_size)
+                write_bpe_files(vocab, merges, os.path.dirname(vocab_file))
+                say(f"Learned a {len(vocab)}-token BPE vocabulary ({len(merges)} merges, "
+                    f"{time.time() - start:.0f} s) -> {os.path.dirname(vocab_file)}")
         tokenizer = self._tokenizer(vocab_file)
         sources = {}
         for side, files in (("train", train_files), ("heldout", heldout_files)):

@@ -219,7 +219,7 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
         total_batches, step, interval, cfg.log_every_steps, cfg.global_batch_size,
         cfg.global_batch_size * cfg.max_seq_length,
         log_dir=os.path.join(cfg.output_dir, "tensorboard") if checkpoint.is_chief else None)
-    what = cfg.config_file or cfg.preset
+    what = cfg.config_file or recipe.preset
     say(f"Training {what} {recipe.name}{f' ({cfg.ablation})' if cfg.ablation else ''} "
         f"({model.count_params():,} parameters) for {total_batches} batches of "
         f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s), "

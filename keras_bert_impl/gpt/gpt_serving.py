@@ -79,7 +79,7 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
     backbone = _backbone_of(model)
     tokenizer = None
     if vocab_file and merges_file:
-        from keras_bert_impl.gpt.gpt_tokenizer import GraphGptTokenizer
+        from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
     module = _GptServing(backbone, tokenizer, max_seq_length)
