@@ -1,11 +1,20 @@
-"""Learns a BERT WordPiece vocabulary from text files.
+"""Learns a BERT WordPiece or a GPT byte-pair-encoding vocabulary from text files.
 
     python -m training.learn_vocab --input='corpus/*.txt' --output=vocab.txt \
         --vocab_size=30522 --do_lower_case
+    python -m training.learn_vocab --model=gpt --input='corpus/*.txt' \
+        --output=gpt_vocab --vocab_size=40478
 
-Input: plain or gzip text files; every line is text. Output: `vocab.txt`
-with [PAD], [unused0..98], [UNK], [CLS], [SEP], [MASK] first (ids 0..103,
-as the original release), then single characters and WordPiece tokens.
+Input: plain or gzip text files; every line is text.
+
+`--model=bert` (the default) writes `vocab.txt` with [PAD], [unused0..98],
+[UNK], [CLS], [SEP], [MASK] first (ids 0..103, as the original release),
+then single characters and WordPiece tokens.
+
+`--model=gpt` writes `vocab.json` and `merges.txt` into the folder
+`--output`, as openai-gpt's: characters, their "</w>" forms, merged
+symbols, "<unk>"; lowercased, accents stripped (`--do_lower_case` and
+`--num_unused` are BERT's only).
 """
 
 import glob
@@ -15,8 +24,9 @@ from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
+flags.DEFINE_enum("model", "bert", ["bert", "gpt"], "Which tokenizer's vocabulary to learn.")
 flags.DEFINE_list("input", None, "Text files or glob patterns (plain or .gz).", required=True)
-flags.DEFINE_string("output", "vocab.txt", "Where to write the vocabulary.")
+flags.DEFINE_string("output", "vocab.txt", "Where to write the vocabulary (gpt: a folder).")
 flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase and strip accents (uncased).")
 flags.DEFINE_integer("num_unused", 99, "[unusedN] slots after [PAD].")
@@ -36,6 +46,9 @@ def read_lines(patterns):
 
 def main(argv):
     del argv
+    if FLAGS.model == "gpt":
+        learn_gpt_vocab()
+        return
     from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
     from keras_bert_impl.tokenizers.vocab_learner import write_vocab
 
@@ -47,6 +60,19 @@ def main(argv):
     )
     write_vocab(tokens, FLAGS.output)
     print(f"Wrote {len(tokens)} tokens to {FLAGS.output}")
+
+
+def learn_gpt_vocab():
+    if FLAGS.output.endswith(".txt"):
+        raise app.UsageError(
+            f"--model=gpt writes vocab.json and merges.txt into a folder; got "
+            f"--output={FLAGS.output}. Pass --output=DIR.")
+    from keras_bert_impl.gpt.bpe_learner import learn_bpe
+    from keras_bert_impl.gpt.bpe_learner import write_bpe_files
+
+    vocab, merges = learn_bpe(read_lines(FLAGS.input), vocab_size=FLAGS.vocab_size)
+    vocab_path, merges_path = write_bpe_files(vocab, merges, FLAGS.output)
+    print(f"Wrote {len(vocab)} tokens to {vocab_path} and {len(merges)} merges to {merges_path}")
 
 
 if __name__ == "__main__":

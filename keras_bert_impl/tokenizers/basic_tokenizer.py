@@ -57,12 +57,13 @@ def is_cjk(char):
     return any(low <= cp <= high for low, high in _CJK_RANGES)
 
 
-def _lower_with_origins(chars, origins):
-    """Lowercases a word as one string (so context rules such as the Greek
-    final sigma apply) and maps each output character to its origin."""
+def _lower_with_origins(chars, origins, lower):
+    """Lowercases a word with `lower` (for the original, `str.lower` of the
+    whole word, so context rules such as the Greek final sigma apply) and
+    maps each output character to its origin."""
     word = "".join(chars)
-    lowered = word.lower()
-    expanded = [o for c, o in zip(chars, origins) for _ in c.lower()]
+    lowered = lower(word)
+    expanded = [o for c, o in zip(chars, origins) for _ in lower(c)]
     if len(expanded) != len(lowered):  # not seen in practice; keep spans sane
         expanded = [origins[0]] * len(lowered)
     return lowered, expanded
@@ -94,12 +95,24 @@ class BasicTokenizer:
         normalize_nfc: bool. Apply NFC after cleaning, as Hugging Face's
             port does (the original does not). Only changes results for
             decomposed input (e.g. "e" + U+0301) with `do_lower_case=False`.
+
+    Variants with other cleaning or lowercasing rules (GPT's tokenizer)
+    subclass it and override `drops` and `lowercase`.
     """
 
     def __init__(self, do_lower_case=True, tokenize_chinese_chars=True, normalize_nfc=False):
         self.do_lower_case = do_lower_case
         self.tokenize_chinese_chars = tokenize_chinese_chars
         self.normalize_nfc = normalize_nfc
+
+    def drops(self, char):
+        """Whether cleaning deletes `char`: U+0000, U+FFFD and the original's
+        control characters (Cc, Cf; tab, newline and CR are whitespace)."""
+        return char == "\x00" or char == "\ufffd" or is_control(char)
+
+    def lowercase(self, word):
+        """Lowercasing of one word: the original's `str.lower()`."""
+        return word.lower()
 
     def tokenize(self, text):
         """Words of `text` (a list of str)."""
@@ -123,8 +136,7 @@ class BasicTokenizer:
         # 1-2: clean, map whitespace, space out CJK; remember origins.
         chars, origins = [], []
         for i, char in enumerate(text):
-            cp = ord(char)
-            if cp == 0 or cp == 0xFFFD or is_control(char):
+            if self.drops(char):
                 continue
             if is_whitespace(char):
                 chars.append(" ")
@@ -141,8 +153,10 @@ class BasicTokenizer:
                 word_chars, word_origins = _nfc_with_origins(word_chars, word_origins)
             word = "".join(word_chars)
             if self.do_lower_case:
-                exact = _strip_accents(word.lower())
-                lowered, lower_origins = _lower_with_origins(word_chars, word_origins)
+                exact = _strip_accents(self.lowercase(word))
+                lowered, lower_origins = _lower_with_origins(
+                    word_chars, word_origins, self.lowercase
+                )
                 word, word_origins = _strip_accents_with_origins(lowered, lower_origins)
                 if word != exact:  # canonical reordering moved marks; keep the
                     word = exact  # exact text, spread the word's whole span
