@@ -374,7 +374,7 @@ def _bpe_folder(tmp_path, data_dir):
     return write_bpe_files(vocab, merges, str(tmp_path / "bpe"))
 
 
-def test_finetune_gpt_end_to_end(tmp_path, capsys):
+def test_finetune_gpt_end_to_end(tmp_path):
     from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
     from training.finetune import FinetuneConfig
     from training.finetune import run
@@ -399,9 +399,16 @@ def test_finetune_gpt_end_to_end(tmp_path, capsys):
     submission = list(csv.reader(open(out / "glue_submission" / "MRPC.tsv"), delimiter="\t"))
     assert submission[0] == ["index", "prediction"] and len(submission) == 3
     assert json.load(open(out / "summary.json"))["history"]["dev_f1"] == history["dev_f1"]
-    assert "No SavedModel for GPT task models" in capsys.readouterr().out
-    assert not (out / "export" / "saved_model").exists()
     model = keras.saving.load_model(str(out / "export" / "model.keras"))
+    # The SavedModel serves the task logits on the both-orders ids.
+    import tensorflow as tf
+
+    serving = tf.saved_model.load(str(out / "export" / "saved_model"))
+    ids = np.zeros((2, 2, 9), "int32")
+    ids[:, :, :5] = [[[5, 7, 9, 11, model.classify_id]] * 2] * 2
+    x = {"input_word_ids": ids, "input_mask": (ids > 0).astype("int32")}
+    served = serving.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})
+    np.testing.assert_allclose(served["logits"].numpy(), model.predict(x, verbose=0), atol=1e-5)
     tokenizer = GptTokenizer(vocab_file, merges_file)
     assert isinstance(model, GptClassifier) and model.similarity  # MRPC: both orders
     assert model.classify_id == tokenizer.classify_token_id == tokenizer.vocab_size + 2

@@ -4,6 +4,10 @@ Signatures:
 - `serving_default`: int32 `input_word_ids`, `input_mask` `(B, S)` ->
   `lm_logits` `(B, S, V)` (next-token scores at every position) and
   `sequence_output` `(B, S, H)`, float32.
+- Fine-tuned task models (`GptClassifier`, `GptMultipleChoice`,
+  `GptTokenTagger`): `serving_default` takes the same ids (`(B, 2, S)` for a
+  similarity classifier, `(B, C, S)` for multiple choice, already in the
+  input transformation's layout, see `gpt_inputs`) and returns `logits`.
 - `serving_text` (`text` `(B,)` strings), when the vocabulary is given:
   byte-pair encoded in the graph (`GraphGptTokenizer`, the same ids as
   `GptTokenizer`), cut to `max_seq_length`, right-padded; outputs as
@@ -14,10 +18,12 @@ Requests longer than `n_positions` fail with an `InvalidArgumentError`
 saying so. The SavedModel needs only `tensorflow` and `tensorflow_text`.
 """
 
+import keras
 import tensorflow as tf
 
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
+from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
 from keras_bert_impl.serving import save_module_atomic
 
 # B=batch, S=sequence
@@ -34,9 +40,25 @@ def _backbone_of(model):
     return backbone
 
 
+def _without_auxiliary_lm(model):
+    """The task model's graph up to its logits, without `GptAuxiliaryLmLoss`.
+
+    That endpoint layer only adds the training loss L1 (and updates its
+    metric, whose variable a SavedModel could not capture); serving needs
+    the logits it passes through, not the `(N, S, V)` cross-entropy.
+    """
+    auxiliary = getattr(model, "auxiliary_lm", None)
+    if auxiliary is None:
+        return model
+    logits = auxiliary._inbound_nodes[0].arguments.args[0]  # the layer's `outputs` input
+    return keras.Model(model.input, logits)
+
+
 class _GptServing(tf.Module):
-    def __init__(self, backbone, tokenizer, max_seq_length):
+    def __init__(self, model, backbone, tokenizer, max_seq_length):
         super().__init__()
+        self.task = isinstance(model, GptTaskModel)
+        self.model = _without_auxiliary_lm(model) if self.task else model
         self.backbone = backbone
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -46,6 +68,8 @@ class _GptServing(tf.Module):
         tf.debugging.assert_less_equal(
             tf.shape(inputs["input_word_ids"])[-1], self.max_positions,
             message=f"Sequences may be at most n_positions={self.max_positions} tokens long")
+        if self.task:
+            return {"logits": tf.cast(self.model(inputs, training=False), tf.float32)}
         out = self.backbone(inputs, training=False)
         return {"lm_logits": tf.cast(out["lm_logits"], tf.float32),
                 "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
@@ -67,10 +91,12 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
     """Writes a SavedModel of a GPT model with the signatures above.
 
     Args:
-        model: `GptBackbone` or a model with one as `backbone` (`GptCausalLM`).
+        model: `GptBackbone` or a model with one as `backbone` (`GptCausalLM`,
+            the task models).
         export_dir: str. Replaced atomically (written beside it, then renamed).
         vocab_file, merges_file: str or None. `vocab.json` and `merges.txt`;
-            both add the text signature.
+            both add the text signature (not for task models, whose inputs
+            are the transformation's layouts).
         max_seq_length: int. Tokens kept of each text.
 
     Returns:
@@ -78,14 +104,15 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
     """
     backbone = _backbone_of(model)
     tokenizer = None
-    if vocab_file and merges_file:
+    rank = len(model.input["input_word_ids"].shape)
+    if vocab_file and merges_file and not isinstance(model, GptTaskModel):
         from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
-    module = _GptServing(backbone, tokenizer, max_seq_length)
+    module = _GptServing(model, backbone, tokenizer, max_seq_length)
 
     @tf.function(input_signature=[
-        {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}])
+        {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}])
     def serving_default(inputs):
         return module.outputs(inputs)
 

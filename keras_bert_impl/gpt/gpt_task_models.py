@@ -26,6 +26,7 @@ from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
+from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
@@ -219,11 +220,7 @@ class GptTaskModel(KerasStrategyFixes, keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def compile_from_config(self, config):
-        # Keras declines (with a warning) when `compile` is overridden; ours
-        # only adds defaults, so replaying the saved arguments is right.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        compile_from_saved_config(self, config)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
