@@ -51,7 +51,7 @@ class PretrainConfig:
     do_whole_word_mask: bool = False
     global_batch_size: int = 32
     shuffle_buffer: int = 10_000
-    num_train_steps: int = 3000
+    num_train_steps: int = 0
     checkpoint_every_steps: int = 500
     steps_per_execution: int = 1
     strategy: str = "auto"
@@ -95,7 +95,8 @@ HELP = {
     "do_whole_word_mask": "Mask whole words.",
     "global_batch_size": "Sequences per step over all replicas.",
     "shuffle_buffer": "Records in the shuffle buffer; 0 reads files and records in order.",
-    "num_train_steps": "Optimizer updates.",
+    "num_train_steps": "Optimizer updates; 0: the model's main-job default (BERT 3000, GPT 1000: "
+                       "its LM loss on every position costs ~3x BERT's per step).",
     "checkpoint_every_steps": "Checkpoint interval (rounded down to divide num_train_steps).",
     "steps_per_execution": "Steps per compiled call (TPUs like 100s).",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
@@ -115,6 +116,10 @@ HELP = {
     "fill_mask_examples": "Held-out sentences shown with [MASK] predictions (BERT) or greedy "
                           "continuations (GPT) at the end.",
 }
+
+# The main job's length per model: GPT's LM loss on every position costs
+# about 3x BERT's 20 masked positions per step (measured on the main job).
+DEFAULT_TRAIN_STEPS = {"bert": 3000, "gpt": 1000}
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
@@ -234,6 +239,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress
     cfg = from_flags(PretrainConfig)
     started = time.time()
+    if not cfg.num_train_steps:
+        cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
     recipe = make_recipe(cfg)  # checks --model and --ablation before anything is written
     from training.checkpointing import OutputLock
 
