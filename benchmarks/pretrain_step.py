@@ -27,12 +27,18 @@ counted), processes alternating `--rounds` times; the median gives sequences/s.
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 from absl import app
 from absl import flags
+
+# benchmarks/ is on sys.path when a script in it runs.
+from train_step_timing import adamw_optimizer
+from train_step_timing import in_subprocess
+from train_step_timing import jit_setting
+from train_step_timing import measure_matmul_peak
+from train_step_timing import step_timer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script from anywhere
@@ -56,10 +62,6 @@ flags.DEFINE_string("_single", None, "Internal: run one measurement, print JSON.
 VOCAB = 30522
 
 
-def _jit(value):
-    return {"auto": "auto", "true": True, "false": False}[value]
-
-
 def _batch(batch_size, seq_length, predictions):
     import numpy as np
 
@@ -77,16 +79,6 @@ def _batch(batch_size, seq_length, predictions):
         mlm_weights=np.ones((batch_size, predictions), "float32"),
         nsp=rng.integers(0, 2, (batch_size,)).astype("int32"),
     )
-
-
-def _optimizer():
-    import keras
-
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
-    )
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta", "LayerNorm", "layer_norm"])
-    return optimizer
 
 
 def _ours(preset_name, precision, b):
@@ -178,26 +170,6 @@ def executed_flops_per_sequence(config, seq_length, predictions):
     return train_flops_per_sequence(config, seq_length, predictions) - 3 * (full_block - last_block)
 
 
-def measure_matmul_peak():
-    """GFLOP/s of a large float32 and bfloat16 matmul on this machine."""
-    import tensorflow as tf
-
-    peaks = {}
-    for dtype in ("float32", "bfloat16"):
-        a = tf.cast(tf.random.normal((4096, 1024)), dtype)
-        b = tf.cast(tf.random.normal((1024, 1024)), dtype)
-        matmul = tf.function(tf.matmul)
-        for _ in range(3):
-            matmul(a, b).numpy()
-        best = float("inf")
-        for _ in range(10):
-            start = time.perf_counter()
-            matmul(a, b).numpy()
-            best = min(best, time.perf_counter() - start)
-        peaks[dtype] = 2 * 4096 * 1024 * 1024 / best / 1e9
-    return peaks
-
-
 def _records_dataset(impl, folder, batch_size):
     from tf_records.reader import pretraining_dataset
 
@@ -244,24 +216,13 @@ def run_single(spec):
         if spec.get("only") not in (None, impl):
             continue
         model, data, compile_args = build(spec["preset"], spec["precision"], b)
-        model.compile(optimizer=_optimizer(), jit_compile=spec["jit"][impl], **(compile_args or {}))
+        model.compile(optimizer=adamw_optimizer(), jit_compile=spec["jit"][impl], **(compile_args or {}))
         if spec.get("records"):
             dataset = _records_dataset(impl, spec["records"], spec["batch_size"])
         else:
             dataset = tf.data.Dataset.from_tensors(data).repeat()
         model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)
         runs[impl] = (model, dataset, [])
-
-    class Timer(keras.callbacks.Callback):
-        def __init__(self, times):
-            super().__init__()
-            self.times = times
-
-        def on_train_batch_begin(self, batch, logs=None):
-            self.start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            self.times.append(time.perf_counter() - self.start)
 
     class EpochTimes(keras.callbacks.Callback):
         def __init__(self):
@@ -287,22 +248,14 @@ def run_single(spec):
                 times.extend(t / spec["steps"] for t in epochs.times[1:])
             else:
                 model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
-                          callbacks=[Timer(times)])
+                          callbacks=[step_timer(times)])
     return {impl: {"seq_per_s": spec["batch_size"] / float(np.median(times)),
                    "params": model.count_params(), "xla": bool(model.jit_compile)}
             for impl, (model, _, times) in runs.items()}
 
 
 def _in_subprocess(single):
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--_single=" + single],
-        capture_output=True, text=True,
-    )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
-        raise SystemExit(f"benchmark run failed: {single}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return in_subprocess(os.path.abspath(__file__), single)
 
 
 def main(argv):
@@ -327,7 +280,7 @@ def main(argv):
     rows = []
     for preset_name in FLAGS.presets:
         for precision in FLAGS.precisions:
-            jit = {"keras_hub": _jit(FLAGS.hub_jit), "ours": _jit(FLAGS.ours_jit)}
+            jit = {"keras_hub": jit_setting(FLAGS.hub_jit), "ours": jit_setting(FLAGS.ours_jit)}
             spec = dict(preset=preset_name, precision=precision, jit=jit,
                         batch_size=FLAGS.batch_size, seq_length=FLAGS.seq_length,
                         predictions=FLAGS.predictions, rounds=FLAGS.rounds,
