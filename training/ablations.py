@@ -50,6 +50,7 @@ from absl import app
 
 from training.config_flags import define_flags
 from training.config_flags import from_flags
+from training.pretrain_common import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -212,7 +213,7 @@ def run(cfg):
                                      cfg.num_dev, seed=0)
         cells = _fine_tune_all(cfg, pretraining)
         table = _table(cfg, pretraining, tasks, cells, time.time() - started)
-        _write_json(os.path.join(cfg.output_dir, "table5.json"), table)
+        write_json(os.path.join(cfg.output_dir, "table5.json"), table)
         _plot(table, os.path.join(cfg.output_dir, "table5.png"))
         say(format_table(table))
         say(f"-> {os.path.join(cfg.output_dir, 'table5.json')}, "
@@ -236,13 +237,7 @@ def _check_settings(cfg):
             raise SystemExit(f"{cfg.output_dir} holds a comparison with other settings ({shown}). "
                              "Use the same settings to resume, or another --output_dir.")
         return
-    _write_json(path, mine)
-
-
-def _write_json(path, value):
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, default=float)
-    os.replace(path + ".tmp", path)
+    write_json(path, mine)
 
 
 # --- 1. Corpus and 2. pretraining ---------------------------------------------
