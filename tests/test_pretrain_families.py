@@ -121,3 +121,12 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
     x = {"input_word_ids": out["input_word_ids"], "input_mask": out["input_mask"]}
     np.testing.assert_allclose(out["lm_logits"].numpy(), model.predict(x, verbose=0)["lm"],
                                atol=1e-4)
+
+    # Fine-tuning starts from the export as it is: the vocabulary lies beside it.
+    from training.finetune import FinetuneConfig
+    from training.finetune import resolve
+
+    resolved = resolve(FinetuneConfig(model="gpt", task="glue/cola", data_dir=str(tmp_path),
+                                      init_checkpoint=str(export / "causal_lm.keras")))
+    assert resolved.vocab_file == str(export / "vocab.json")
+    assert resolved.merges_file == str(export / "merges.txt")

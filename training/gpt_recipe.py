@@ -159,9 +159,14 @@ class GptRecipe:
     def export(self, model, vocab_file, export_dir):
         from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 
+        from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+
         os.makedirs(export_dir, exist_ok=True)
         path = os.path.join(export_dir, "causal_lm.keras")
         model.save(path)
+        if vocab_file:  # beside the model, where `training.finetune --model=gpt` looks
+            copy_atomic(vocab_file, os.path.join(export_dir, "vocab.json"))
+            copy_atomic(_merges_beside(vocab_file), os.path.join(export_dir, MERGES_FILE))
         saved = os.path.join(export_dir, "saved_model")
         signatures = export_gpt_saved_model(
             model, saved, vocab_file, _merges_beside(vocab_file) if vocab_file else None,
