@@ -293,3 +293,31 @@ def test_mixed_bfloat16_logits_are_float32(odd_gpt_config):
     out = backbone(gpt_inputs())
     assert keras.backend.standardize_dtype(out["lm_logits"].dtype) == "float32"
     assert keras.backend.standardize_dtype(out["sequence_output"].dtype) == "bfloat16"
+
+
+def test_two_layer_gpt_overfits_a_kilobyte_of_text(tmp_path):
+    """COMPARISON_SYSTEMS.md's overfit check: 2 layers, d=64, 2 heads,
+    n_ctx 32, about 1 KB of text, next-token loss below 0.1."""
+    import inspect
+
+    from keras_bert_impl.gpt import GptCausalLM
+    from keras_bert_impl.gpt import GptTokenizer
+    from keras_bert_impl.gpt import learn_bpe
+    from keras_bert_impl.gpt import write_bpe_files
+
+    text = " ".join(inspect.getdoc(json).split())[:1000]
+    vocab, merges = learn_bpe([text], vocab_size=150)
+    tokenizer = GptTokenizer(*write_bpe_files(vocab, merges, str(tmp_path)))
+    ids = np.array(tokenizer.encode(text), "int32")
+    windows = np.stack([ids[i:i + 33] for i in range(0, len(ids) - 33, 16)])  # (N, 33)
+    config = GptConfig(vocab_size=tokenizer.vocab_size, n_positions=32, n_embd=64, n_layer=2,
+                       n_head=2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GptCausalLM(GptBackbone.from_config_object(config))
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    x = {"input_word_ids": windows[:, :-1], "input_mask": np.ones_like(windows[:, :-1])}
+    history = model.fit(x, {"lm": windows[:, 1:]},
+                        sample_weight={"lm": np.ones(windows[:, 1:].shape, "float32")},
+                        batch_size=len(windows), epochs=300, verbose=0)
+    assert len(ids) > 200 and len(text) == 1000
+    assert history.history["loss"][0] > 3.0  # it starts near log(vocab)
+    assert history.history["loss"][-1] < 0.1, history.history["loss"][-10:]
