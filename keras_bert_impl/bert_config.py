@@ -156,16 +156,20 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path):
         """Loads an original Google `bert_config.json`."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path} is not valid JSON: {e}") from e
-        return cls.from_dict(values, source=str(path))
+        return cls.from_dict(read_json_file(path), source=str(path))
 
     def to_json_file(self, path):
         """Writes `bert_config.json` atomically (temp file, then rename)."""
         write_json_atomic(path, self.to_dict())
+
+
+def read_json_file(path):
+    """A JSON file's value; `ValueError` naming the file if it does not parse."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from e
 
 
 def write_json_atomic(path, values):

@@ -13,7 +13,7 @@ import os
 import time
 
 from training.pretrain_common import heldout_text
-from training.pretrain_common import is_tfrecords
+from training.pretrain_common import records_input
 from training.pretrain_common import say
 from training.pretrain_common import text_sources
 
@@ -34,11 +34,9 @@ class BertRecipe:
     def prepare_data(self):
         """-> (train records source, held-out source or None, vocab file or None)."""
         cfg = self.cfg
-        if is_tfrecords(cfg.input):
-            heldout = cfg.heldout_input or None
-            if heldout and not is_tfrecords(heldout):
-                raise SystemExit("--heldout_input must be TFRecords when --input is.")
-            return cfg.input, heldout, cfg.vocab_file or None
+        given = records_input(cfg)
+        if given:
+            return given
         from tf_records.instances import InstanceConfig
         from tf_records.writer import WriterConfig
         from tf_records.writer import write_pretraining_data

@@ -12,7 +12,7 @@ import os
 import time
 
 from training.pretrain_common import heldout_text
-from training.pretrain_common import is_tfrecords
+from training.pretrain_common import records_input
 from training.pretrain_common import say
 from training.pretrain_common import text_sources
 
@@ -49,11 +49,9 @@ class GptRecipe:
     def prepare_data(self):
         """-> (train records folder, held-out folder or None, vocab.json or None)."""
         cfg = self.cfg
-        if is_tfrecords(cfg.input):
-            heldout = cfg.heldout_input or None
-            if heldout and not is_tfrecords(heldout):
-                raise SystemExit("--heldout_input must be TFRecords when --input is.")
-            return cfg.input, heldout, cfg.vocab_file or None
+        given = records_input(cfg)
+        if given:
+            return given
         from tf_records.lm_writer import write_lm_data
 
         data_dir, train_files, heldout_files = text_sources(cfg)

@@ -26,6 +26,17 @@ def text_files(spec):
     return files
 
 
+def records_input(cfg):
+    """`(train, held-out or None, vocab file or None)` when `--input` names
+    TFRecords (nothing to write), else None."""
+    if not is_tfrecords(cfg.input):
+        return None
+    heldout = cfg.heldout_input or None
+    if heldout and not is_tfrecords(heldout):
+        raise SystemExit("--heldout_input must be TFRecords when --input is.")
+    return cfg.input, heldout, cfg.vocab_file or None
+
+
 def text_sources(cfg):
     """-> (data folder, training text files, held-out text files or None).
 

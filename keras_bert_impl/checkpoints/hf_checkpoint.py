@@ -6,7 +6,6 @@ Names go through the original Google names (`google_names`), so this file
 only knows how a Hugging Face key spells an original name.
 """
 
-import json
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ import numpy as np
 import safetensors.numpy
 
 from keras_bert_impl.bert_config import BertConfig
+from keras_bert_impl.bert_config import read_json_file
 from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.checkpoints import google_names
 
@@ -72,12 +72,15 @@ def read_hf_config(folder):
     path = os.path.join(folder, CONFIG_FILE)
     if not os.path.exists(path):
         raise ValueError(f"No {CONFIG_FILE} in {folder}: not a Hugging Face model folder.")
-    with open(path, encoding="utf-8") as f:
-        try:
-            values = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from e
-    model_type = values.get("model_type", "bert")
+    values = read_json_file(path)
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} holds no JSON object.")
+    # Old openai-gpt configs may lack model_type; their keys (n_embd, ...) differ from BERT's.
+    model_type = values.get("model_type", "openai-gpt" if "n_embd" in values else "bert")
+    if model_type == "openai-gpt":
+        raise ValueError(
+            f"{folder} is an OpenAI GPT checkpoint (model_type 'openai-gpt' in config.json), "
+            "not BERT. Load it with keras_bert_impl.gpt.load_gpt_checkpoint.")
     if model_type != "bert":
         raise ValueError(f"{path} has model_type={model_type!r}; only 'bert' is supported.")
     return BertConfig.from_hf_dict(values, source=path)

@@ -1,6 +1,5 @@
 """`load_backbone`: the BERT backbone of a checkpoint in any format we read."""
 
-import json
 import os
 
 import keras
@@ -50,7 +49,6 @@ def load_backbone(path, dtype=None, causal=None):
     """
     kind = checkpoint_format(path)
     if kind == "hf":
-        _refuse_gpt_folder(path)
         model = load_hf_checkpoint(path, dtype=dtype)
     elif kind == "google":
         model = load_google_checkpoint(path, dtype=dtype)
@@ -77,24 +75,6 @@ def _rebuilt(backbone, dtype, causal):
     rebuilt = build(backbone)
     rebuilt.set_weights(backbone.get_weights())
     return rebuilt
-
-
-def _refuse_gpt_folder(path):
-    """A clear `ValueError` for a Hugging Face openai-gpt folder: its weights
-    would not fit BERT, and it is loaded by the GPT family instead."""
-    config_path = os.path.join(path, "config.json")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (OSError, ValueError):
-        return  # load_hf_checkpoint reports a missing or broken config.json
-    if not isinstance(values, dict):
-        return
-    # Old openai-gpt configs may lack model_type; their keys (n_embd, ...) differ from BERT's.
-    if values.get("model_type", "openai-gpt" if "n_embd" in values else "bert") == "openai-gpt":
-        raise ValueError(
-            f"{path} is an OpenAI GPT checkpoint (model_type 'openai-gpt' in config.json), "
-            "not BERT. Load it with keras_bert_impl.gpt.load_gpt_checkpoint.")
 
 
 def find_vocab_file(path):

@@ -11,7 +11,6 @@ output columns are [query | key | value], each split into heads as
 `SelfAttention` reshapes to `(3, N, D)`.
 """
 
-import json
 import os
 import re
 import tempfile
@@ -20,6 +19,7 @@ import keras
 import numpy as np
 import safetensors.numpy
 
+from keras_bert_impl.bert_config import read_json_file
 from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
@@ -77,11 +77,7 @@ def read_gpt_config(folder):
     path = os.path.join(folder, CONFIG_FILE)
     if not os.path.exists(path):
         raise ValueError(f"No {CONFIG_FILE} in {folder}: not a Hugging Face model folder.")
-    with open(path, encoding="utf-8") as f:
-        try:
-            values = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from e
+    values = read_json_file(path)
     if values.get("tie_word_embeddings", True) is False:
         raise ValueError(
             f"{path} has tie_word_embeddings=false; GPT's LM head is the token-embedding "

@@ -6,8 +6,8 @@ original `finetune-transformer-lm` code uses the same `n_embd`, `n_head`,
 """
 
 import dataclasses
-import json
 
+from keras_bert_impl.bert_config import read_json_file
 from keras_bert_impl.bert_config import write_json_atomic
 
 # The activations of Hugging Face's openai-gpt code. Its "gelu" is the tanh
@@ -118,12 +118,7 @@ class GptConfig:
     @classmethod
     def from_json_file(cls, path):
         """Loads a Hugging Face openai-gpt `config.json`."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path} is not valid JSON: {e}") from e
-        return cls.from_dict(values, source=str(path))
+        return cls.from_dict(read_json_file(path), source=str(path))
 
     def to_json_file(self, path):
         """Writes the Hugging Face `config.json` atomically."""
