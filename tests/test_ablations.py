@@ -241,8 +241,8 @@ def test_task_builder_files_and_answers(tmp_path):
 
 
 def test_aggregate_and_verdicts():
-    from training.ablations import aggregate
-    from training.ablations import verdict
+    from training.ablation_table import aggregate
+    from training.ablation_table import verdict
 
     stats = aggregate([70.0, 72.0, 74.0])
     assert stats == {"mean": 72.0, "std": 2.0, "min": 70.0, "max": 74.0, "n": 3}
