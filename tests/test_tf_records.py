@@ -211,6 +211,37 @@ def test_manifest_and_reader_feed_fit(written):
         pretraining_dataset(written, 4, schema=RecordSchema(128, 10))
 
 
+def test_length_grouping_cuts_padding_and_keeps_every_record(written):
+    """Grouped batches hold the same records as ungrouped ones (the same
+    group of 4 batches), each cut to its longest row rounded up to 16, with
+    every masked position inside the cut; lengths vary between batches."""
+    plain = list(pretraining_dataset(written, 8, seed=1).take(8))
+    grouped = list(pretraining_dataset(written, 8, seed=1, length_grouping=4).take(8))
+
+    def rows(batches):  # each record as (real ids, masked ids, NSP label)
+        out = []
+        for x, y, _ in batches:
+            for i in range(x["input_word_ids"].shape[0]):
+                real = x["input_mask"][i].numpy().astype(bool)
+                out.append((tuple(x["input_word_ids"][i].numpy()[real]),
+                            tuple(y["masked_lm"][i].numpy()), int(y["next_sentence"][i])))
+        return out
+
+    for k in (0, 4):  # each group of 4 batches: the same 32 records
+        assert sorted(rows(plain[k:k + 4])) == sorted(rows(grouped[k:k + 4]))
+    shapes = set()
+    for x, y, w in grouped:
+        width = x["input_word_ids"].shape[1]
+        longest = int(x["input_mask"].numpy().sum(axis=1).max())
+        assert width == min(128, -(-longest // 16) * 16)
+        assert x["input_mask"].shape == x["input_type_ids"].shape == (8, width)
+        assert x["masked_lm_positions"].shape == (8, 20)
+        used = w["masked_lm"].numpy() > 0
+        assert (x["masked_lm_positions"].numpy()[used] < width).all()
+        shapes.add(width)
+    assert len(shapes) > 1 and min(shapes) < 128
+
+
 def test_shards_split_between_input_pipelines(written):
     files = read_manifest(written)["shards"]
     assert len(files) == 3
@@ -400,3 +431,43 @@ def test_inlined_draws_equal_random_module():
         for high in (low, low + 1, low + 2, low + 100, low + 2**31):
             assert r1.randint(low, high) == _randint(r2, low, high)
         assert r1.random() == r2.random()
+
+def test_grouped_batches_keep_every_row_and_cut_per_token_targets():
+    """Fine-tuning batches by length: each of 37 rows once per epoch in
+    ceil(37 / 4) batches, a new order each epoch, token inputs and per-token
+    labels cut alike, class labels untouched; multiple-choice `(B, C, S)`
+    rows are sorted by their longest choice."""
+    from tf_records.length_grouping import grouped_batches
+
+    rng = np.random.default_rng(0)
+    rows, seq = 37, 40
+    lengths = rng.integers(2, seq + 1, rows)
+    mask = (np.arange(seq)[None] < lengths[:, None]).astype("int32")  # (rows, S)
+    ids = (np.arange(rows)[:, None] * 100 + np.arange(seq)[None]) * mask  # row r: r*100 + t
+    x = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": mask * 0}
+    y = {"tags": ids % 7, "label": np.arange(rows)}
+    w = {"tags": mask.astype("float32"), "label": np.ones(rows, "float32")}
+    ds = grouped_batches(x, y, w, batch_size=4, group=3, seed=5)
+    epochs = [list(ds), list(ds)]
+    assert len(epochs[0]) == 10 == ds.cardinality()
+    for batches in epochs:
+        seen = []
+        for bx, by, bw in batches:
+            width = bx["input_word_ids"].shape[1]
+            longest = int(bx["input_mask"].numpy().sum(1).max())
+            assert width == min(seq, -(-longest // 16) * 16)
+            assert by["tags"].shape == bw["tags"].shape == bx["input_mask"].shape
+            for i, r in enumerate(by["label"].numpy()):
+                np.testing.assert_array_equal(bx["input_word_ids"][i], ids[r, :width])
+                np.testing.assert_array_equal(by["tags"][i], ids[r, :width] % 7)
+                assert not mask[r, width:].any()  # nothing real was cut
+            seen += list(by["label"].numpy())
+        assert sorted(seen) == list(range(rows))
+    first = [list(b[1]["label"].numpy()) for b in epochs[0]]
+    assert first != [list(b[1]["label"].numpy()) for b in epochs[1]]
+
+    choices = {"input_word_ids": np.stack([ids, ids], 1), "input_mask": np.stack([mask, mask[::-1]], 1)}
+    for bx, by in grouped_batches(choices, np.arange(rows), None, 4, 3, 0):
+        assert bx["input_word_ids"].shape[:2] == (by.shape[0], 2)
+        longest = int(bx["input_mask"].numpy().sum(-1).max())
+        assert bx["input_mask"].shape[-1] == min(seq, -(-longest // 16) * 16)

@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from tf_records.dynamic_masking import mask_batch
+from tf_records.length_grouping import group_by_length
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import RecordSchema
 from tf_records.schema import file_sha256
@@ -127,6 +128,7 @@ def pretraining_dataset(
     model_config=None,
     dynamic_masking=None,
     start_batch=0,
+    length_grouping=0,
 ):
     """Batches of `(x, y, sample_weight)` for `BertPretrainer.fit`.
 
@@ -155,6 +157,13 @@ def pretraining_dataset(
             (so every epoch); by default on exactly when the manifest says
             the records are unmasked. Needs a manifest.
         start_batch: int. Batches of this pipeline to skip (resume).
+        length_grouping: int. With `repeat`, read this many batches at a
+            time, sort their records by length, deal them out as batches
+            of similar length in a shuffled order and cut each batch to its
+            longest row (`length_grouping.group_by_length`): far fewer
+            padding tokens, the same records and masks. Sequence length
+            then varies from batch to batch (at most S / 16 shapes), so leave it 0 where XLA needs static shapes (TPUs).
+            0 or 1: off, every batch `S` long.
     """
     manifest_path = source if os.path.isdir(source) else None
     if source.endswith(".json"):
@@ -189,8 +198,10 @@ def pretraining_dataset(
     records_per_pass = sum(counts)
     if repeat and records_per_pass < batch_size:
         raise ValueError(f"{source}: {records_per_pass} records, fewer than one batch of {batch_size}.")
-    first_pass, skip_records = divmod(start_batch * batch_size, records_per_pass) if repeat else (
-        0, start_batch * batch_size)
+    group = max(1, length_grouping) if repeat else 1  # batches sorted by length together
+    start_group, skip_batches = divmod(start_batch, group)
+    first_pass, skip_records = divmod(start_group * group * batch_size, records_per_pass) if (
+        repeat) else (0, start_batch * batch_size)
     spec = schema.feature_spec()
     files = tf.constant(files)
 
@@ -218,7 +229,8 @@ def pretraining_dataset(
         passes = tf.data.Dataset.range(1).map(lambda _: iterations.assign_add(1))
     # Each record carries its pass number (for the mask seed below).
     ds = passes.flat_map(lambda p: one_pass(p).map(lambda record: (record, p)))
-    ds = ds.skip(skip_records).batch(batch_size, drop_remainder=True)  # TPUs/XLA: static batch
+    # TPUs/XLA: a static batch size.
+    ds = ds.skip(skip_records).batch(batch_size * group, drop_remainder=True)
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             max(0, records_per_pass - skip_records) // batch_size))
@@ -239,12 +251,16 @@ def pretraining_dataset(
                 masking["masked_lm_prob"], schema.max_predictions_per_seq)
             return to_model_inputs(features)
 
-        ds = ds.enumerate(start=start_batch)
+        ds = ds.enumerate(start=start_group if group > 1 else start_batch)
     else:
         def parse(records, pass_numbers):
             del pass_numbers
             return to_model_inputs(tf.io.parse_example(records, spec))
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if group > 1:
+        ds = ds.enumerate(start=start_group).flat_map(lambda index, batch: group_by_length(
+            batch, batch_size, tf.stack([tf.cast(seed, tf.int64), index])))
+        ds = ds.skip(skip_batches)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 

@@ -118,8 +118,9 @@ class BertRecipe:
         return pretrainer(backbone), config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
-                repeat=True, shuffle=True):
-        """The pretraining batches, turned into this ablation's targets."""
+                repeat=True, shuffle=True, length_grouping=0):
+        """The pretraining batches, turned into this ablation's targets
+        (`length_grouping`: see `pretraining_dataset`)."""
         from tf_records.reader import pretraining_dataset
         from tf_records.schema import RecordSchema
 
@@ -131,7 +132,7 @@ class BertRecipe:
         ds = pretraining_dataset(
             source, batch_size, schema=schema, input_context=input_context,
             shuffle_buffer=cfg.shuffle_buffer if shuffle else 0, seed=cfg.seed, repeat=repeat,
-            model_config=model_config, start_batch=start_batch)
+            model_config=model_config, start_batch=start_batch, length_grouping=length_grouping)
         if cfg.ablation == "no_nsp":
             ds = ds.map(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
                                          {"masked_lm": w["masked_lm"]}))

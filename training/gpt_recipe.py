@@ -116,7 +116,8 @@ class GptRecipe:
         return GptCausalLM(GptBackbone.from_config_object(config, dtype=dtype)), config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
-                repeat=True, shuffle=True):
+                repeat=True, shuffle=True, length_grouping=0):
+        del length_grouping  # LM windows are packed back to back: no padding to cut
         from tf_records.lm_reader import lm_dataset
 
         cfg = self.cfg

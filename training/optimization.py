@@ -1,7 +1,8 @@
 """The original BERT optimizer, as Keras objects: AdamW (or LAMB) with
 weight decay 0.01 kept off LayerNorm and biases, epsilon 1e-6, linear warmup
 then linear decay, global-norm clipping at 1.0, optional gradient
-accumulation.
+accumulation. And ELMo's (bilm-tf's `train`): Adagrad at a constant
+learning rate with an initial accumulator of 1.0.
 """
 
 import dataclasses
@@ -54,7 +55,7 @@ class OptimizerConfig:
     """The original `optimization.py` defaults (BERT pretraining: lr 1e-4,
     10,000 warmup steps of 1,000,000)."""
 
-    optimizer: str = "adamw"  # or "lamb"
+    optimizer: str = "adamw"  # or "lamb", or "adagrad" (ELMo's)
     learning_rate: float = 1e-4
     warmup_steps: int = 10_000
     weight_decay: float = 0.01
@@ -66,11 +67,27 @@ class OptimizerConfig:
 
 
 def create_optimizer(config, total_steps):
-    """A Keras optimizer as the original's for `total_steps` updates."""
+    """A Keras optimizer as the original's for `total_steps` updates.
+
+    "adagrad" is bilm-tf's: a constant learning rate (no warmup or decay:
+    Adagrad's accumulators already shrink the steps), initial accumulator
+    1.0; `beta_*` and `epsilon` do not apply.
+    """
     if config.gradient_accumulation_steps < 1:
         raise ValueError(
             "`gradient_accumulation_steps` must be >= 1. "
             f"Received: {config.gradient_accumulation_steps}.")
+    # Keras takes None for "no accumulation" and refuses 1.
+    accumulation = config.gradient_accumulation_steps if (
+        config.gradient_accumulation_steps > 1) else None
+    if config.optimizer == "adagrad":
+        optimizer = keras.optimizers.Adagrad(
+            learning_rate=config.learning_rate, initial_accumulator_value=1.0,
+            weight_decay=config.weight_decay or None, global_clipnorm=config.clip_norm or None,
+            gradient_accumulation_steps=accumulation)
+        if config.weight_decay:
+            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        return optimizer
     schedule = WarmupLinearDecay(
         config.learning_rate, min(config.warmup_steps, total_steps), total_steps,
         config.gradient_accumulation_steps)
@@ -81,15 +98,14 @@ def create_optimizer(config, total_steps):
         beta_2=config.beta_2,
         epsilon=config.epsilon,
         global_clipnorm=config.clip_norm or None,
-        # Keras takes None for "no accumulation" and refuses 1.
-        gradient_accumulation_steps=config.gradient_accumulation_steps if (
-            config.gradient_accumulation_steps > 1) else None,
+        gradient_accumulation_steps=accumulation,
     )
     if config.optimizer == "adamw":
         optimizer = keras.optimizers.AdamW(**kwargs)
     elif config.optimizer == "lamb":
         optimizer = keras.optimizers.Lamb(**kwargs)
     else:
-        raise ValueError(f"Unknown optimizer {config.optimizer!r}: use 'adamw' or 'lamb'.")
+        raise ValueError(
+            f"Unknown optimizer {config.optimizer!r}: use 'adamw', 'lamb' or 'adagrad'.")
     optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     return optimizer

@@ -11,7 +11,8 @@ must hold both, and `UnicodeCharsVocabulary` maps them so.
 
 `batch_char_ids` is the Python path (data preparation, tests);
 `char_ids_from_tokens` the same rules as TensorFlow ops, so a SavedModel
-can take raw tokens.
+can take raw tokens. `token_char_ids` / `tf_token_char_ids` do one token
+at a time, adding no boundaries (bilm-tf's training windows).
 """
 
 import numpy as np
@@ -139,7 +140,38 @@ def char_ids_from_tokens(tokens, max_chars=50):
         raise ValueError(
             "`tokens` must be a rank-2 string RaggedTensor (sentences of tokens). "
             f"Received: dtype={tokens.dtype.name}, shape={tokens.shape}.")
-    words = tokens.flat_values  # (N,) every token of the batch
+    ids = tf_token_char_ids(tokens.flat_values, max_chars)  # (N, C) every token of the batch
+    ids = tokens.with_flat_values(ids)  # (B, None, C)
+    bos, eos = (tf.constant(_boundary_ids(char, max_chars)) for char in (BOS_CHAR, EOS_CHAR))
+    batch = tokens.nrows()
+    wrapped = tf.concat([
+        tf.RaggedTensor.from_tensor(tf.tile(bos[None, None, :], [batch, 1, 1])),
+        ids,
+        tf.RaggedTensor.from_tensor(tf.tile(eos[None, None, :], [batch, 1, 1])),
+    ], axis=1)  # (B, None, C)
+    return wrapped.to_tensor(default_value=0, shape=[None, None, max_chars])
+
+
+def tf_token_char_ids(tokens, max_chars=50):
+    """`token_char_ids` as TensorFlow ops: each token's ids, no boundaries added.
+
+    For tokens already in place (bilm-tf's training windows, whose `<S>` and
+    `</S>` are tokens of the stream; those two get the boundary ids).
+
+    Args:
+        tokens: string `tf.Tensor` of any shape (...) of UTF-8 tokens.
+        max_chars: int. Ids per token (C).
+
+    Returns:
+        int32 `(..., C)`, every id >= 1; row for row `token_char_ids`.
+
+    Example:
+    >>> tf_token_char_ids(tf.constant(["Hi"]), max_chars=5).numpy()
+    array([[259,  73, 106, 260, 261]], dtype=int32)
+    """
+    _check_max_chars(max_chars)
+    tokens = tf.convert_to_tensor(tokens, tf.string)
+    words = tf.reshape(tokens, [-1])  # (N,)
     # Bytes 0..255, truncated (or zero-padded) to C - 2, as bilm-tf's
     # `word.encode('utf-8')[:max_chars - 2]`.
     data = tf.cast(tf.io.decode_raw(words, tf.uint8, fixed_length=max_chars - 2), tf.int32)
@@ -150,16 +182,7 @@ def char_ids_from_tokens(tokens, max_chars=50):
     ids = tf.where(position == 0, BOW_CHAR,
                    tf.where(position <= length, padded,
                             tf.where(position == length + 1, EOW_CHAR, PAD_CHAR)))  # (N, C)
-    boundary = tf.fill([max_chars], PAD_CHAR)
-    bos = tf.tensor_scatter_nd_update(boundary, [[0], [1], [2]], [BOW_CHAR, BOS_CHAR, EOW_CHAR])
-    eos = tf.tensor_scatter_nd_update(boundary, [[0], [1], [2]], [BOW_CHAR, EOS_CHAR, EOW_CHAR])
+    bos, eos = (tf.constant(_boundary_ids(char, max_chars) - 1) for char in (BOS_CHAR, EOS_CHAR))
     ids = tf.where((words == BOS_TOKEN)[:, None], bos[None, :], ids)
     ids = tf.where((words == EOS_TOKEN)[:, None], eos[None, :], ids) + 1  # (N, C), 0 = padding
-    ids = tokens.with_flat_values(ids)  # (B, None, C)
-    batch = tokens.nrows()
-    wrapped = tf.concat([
-        tf.RaggedTensor.from_tensor(tf.tile(bos[None, None, :] + 1, [batch, 1, 1])),
-        ids,
-        tf.RaggedTensor.from_tensor(tf.tile(eos[None, None, :] + 1, [batch, 1, 1])),
-    ], axis=1)  # (B, None, C)
-    return wrapped.to_tensor(default_value=0, shape=[None, None, max_chars])
+    return tf.reshape(ids, tf.concat([tf.shape(tokens), [max_chars]], axis=0))  # (..., C)
