@@ -1,7 +1,8 @@
 """After pretraining: held-out masked-LM / NSP accuracy against the
 most-frequent-token baseline and fill-in-the-[MASK] examples (BERT);
 next-token accuracy and perplexity against the unigram model and greedy
-continuations (GPT, BERT's LTR ablation)."""
+continuations (GPT, BERT's LTR ablation); a biLM's perplexity against the
+unigram model (ELMo)."""
 
 
 def say(message):
@@ -91,6 +92,54 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
         f"{results['baseline_next_token_accuracy']:.4f} for always guessing the most frequent "
         f"token; perplexity {results['perplexity']:.1f} vs {results['baseline_unigram_perplexity']:.1f} "
         f"for the unigram model ({total} target tokens)")
+    return results
+
+
+def bilm_report(model, heldout, train_counts):
+    """Held-out perplexity of a biLM (`ElmoLanguageModel`) against the unigram model.
+
+    As bilm-tf's `test`: perplexity is exp of the mean over real target
+    positions of `0.5 * (NLL_forward + NLL_backward)` (full softmax),
+    summed over the whole held-out set; each direction's own perplexity
+    too. The model's kept LSTM states are zeroed first, then carried
+    through the held-out streams batch after batch, as in training. The
+    baseline is the unigram distribution of the training targets (both
+    directions, add-one smoothed): the held-out targets' perplexity under it.
+
+    Args:
+        model: an `ElmoLanguageModel` (stateful or not).
+        heldout: one pass of held-out `(x, y, sample_weight)` batches
+            (`tf_records.elmo_reader.elmo_dataset(..., repeat=False)`).
+        train_counts: int `(V,)`, how often each id is a training target.
+    """
+    import numpy as np
+
+    counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
+    unigram_log_prob = np.log(counts / counts.sum())
+    model.reset_states()
+    nll = {"forward": 0.0, "backward": 0.0}
+    unigram_nll = 0.0
+    total = 0
+    for x, y, w in heldout:
+        losses = model.token_losses(model.predict_on_batch(x), y)  # full softmax, (B, T) each
+        for direction in nll:
+            real = w[direction].numpy() > 0
+            nll[direction] += float(np.asarray(losses[direction], np.float64)[real].sum())
+            unigram_nll -= float(unigram_log_prob[y[direction].numpy()[real]].sum())
+        total += int((w["forward"].numpy() > 0).sum())
+    model.reset_states()
+    total = max(total, 1)
+    results = {
+        "perplexity": float(np.exp((nll["forward"] + nll["backward"]) / (2 * total))),
+        "forward_perplexity": float(np.exp(nll["forward"] / total)),
+        "backward_perplexity": float(np.exp(nll["backward"] / total)),
+        "baseline_unigram_perplexity": float(np.exp(unigram_nll / (2 * total))),
+        "heldout_target_tokens": total,
+    }
+    say(f"Held-out perplexity {results['perplexity']:.1f} (forward "
+        f"{results['forward_perplexity']:.1f}, backward {results['backward_perplexity']:.1f}) vs "
+        f"{results['baseline_unigram_perplexity']:.1f} for the unigram model ({total} targets "
+        "per direction)")
     return results
 
 

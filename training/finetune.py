@@ -20,6 +20,21 @@ the original `train.py` defaults): the BPE vocabulary gets `_start_`,
 `lm_coef` (0.5) times the LM loss of the inputs, and Adam runs at 6.25e-5
 with epsilon 1e-8 and 0.2% warmup. It needs `--init_checkpoint` (a Hugging
 Face openai-gpt folder or one of our `.keras` files) or `--preset=gpt_tiny`.
+
+    python -m training.finetune --model=elmo --task=ner --data_dir=conll2003 \
+        --init_checkpoint=elmo_dir
+
+`--model=elmo` uses ELMo as features, as the ELMo paper and the BERT paper's
+comparisons do (Peters et al. 2018, Sec. 3.3; BERT Sec. 5.3): the biLM from
+`--init_checkpoint` (a folder with bilm-tf's `options.json` and weight file,
+`weights.hdf5` as `training.pretrain --model=elmo` writes it, or the
+weight file itself) stays frozen; a scalar mix of its layers and a
+2-layer BiLSTM task network (`--elmo_lstm_units`) train, with Adam at 1e-3
+(no weight decay, no warmup, linear decay as the others). Inputs are whole
+words (CoNLL's, or BERT's basic tokenization of GLUE texts without
+lowercasing) as character ids; `--max_seq_length` counts words with `<S>`
+and `</S>`. GLUE and NER only. `--preset=elmo_tiny` starts from a random
+biLM instead (smoke tests only: frozen random features).
 """
 
 import dataclasses
@@ -45,6 +60,16 @@ GPT_WARMUP_PROPORTION = 0.002
 GPT_LM_COEF = 0.5
 GPT_ADAM_EPSILON = 1e-8
 BERT_WARMUP_PROPORTION = 0.1
+BERT_WEIGHT_DECAY = 0.01
+# `--model=elmo`: the task network trains from scratch on frozen features,
+# as AllenNLP's ELMo taggers and classifiers (Adam, lr 1e-3, no weight
+# decay), far above fine-tuning's rates; no warmup.
+ELMO_LEARNING_RATE = 1e-3
+ELMO_WARMUP_PROPORTION = 0.0
+ELMO_WEIGHT_DECAY = 0.0
+# bilm-tf's export names the weight file so; its test model, lm_weights.hdf5.
+ELMO_OPTIONS_FILE = "options.json"
+ELMO_WEIGHT_FILES = ("weights.hdf5", "lm_weights.hdf5")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,9 +93,10 @@ class FinetuneConfig:
     epochs: int = 3
     learning_rate: float = 0.0
     warmup_proportion: float = -1.0
-    weight_decay: float = 0.01
+    weight_decay: float = -1.0
     clip_norm: float = 1.0
     lm_coef: float = -1.0
+    elmo_lstm_units: int = 0
     max_train_examples: int = 0
     skip_bad_input: bool = False
     strategy: str = "auto"
@@ -83,8 +109,9 @@ class FinetuneConfig:
 
 
 HELP = {
-    "model": "bert, or gpt (OpenAI GPT: BPE vocabulary, GPT's input transformations and "
-             "auxiliary LM loss; not for squad).",
+    "model": "bert, gpt (OpenAI GPT: BPE vocabulary, GPT's input transformations and "
+             "auxiliary LM loss; not for squad) or elmo (ELMo as frozen features: scalar mix + "
+             "BiLSTM task network; glue and ner only).",
     "task": "glue/<cola|sst2|mrpc|qqp|stsb|mnli|qnli|rte|wnli>, squad (v1.1 or v2.0, read from "
             "the files), ner (CoNLL-2003 columns) or swag.",
     "data_dir": "The task's folder: GLUE {train,dev,test}.tsv; SQuAD train-v*.json and "
@@ -93,13 +120,19 @@ HELP = {
     "output_dir": "Run folder: predictions, export, summary.json.",
     "init_checkpoint": "Pretrained weights: a Hugging Face folder, an original Google folder or "
                        "checkpoint prefix, or a .keras file. Empty: the all-MiniLM-L6-v2 weights "
-                       "package (unless --preset asks for random initialization).",
+                       "package (unless --preset asks for random initialization). ELMo: a folder "
+                       "with bilm-tf's options.json and weights.hdf5 (or lm_weights.hdf5, or one "
+                       "*weights.hdf5), a weight .hdf5 file with options.json beside it, or a "
+                       ".keras file of an ELMo model.",
     "vocab_file": "vocab.txt (GPT: vocab.json). Empty: the one beside --init_checkpoint.",
     "merges_file": "GPT: merges.txt. Empty: the one beside --vocab_file or --init_checkpoint.",
-    "do_lower_case": "Lowercase and strip accents (uncased checkpoints).",
+    "do_lower_case": "Lowercase and strip accents (uncased checkpoints). Not for ELMo, which "
+                     "is cased.",
     "preset": "Start from a randomly initialized model of this size instead of a checkpoint "
-              "(tiny .. large; GPT: gpt_tiny, gpt_mini, gpt; for smoke tests).",
-    "max_seq_length": "Tokens per input; 0: 384 for SQuAD, else 128.",
+              "(tiny .. large; GPT: gpt_tiny, gpt_mini, gpt; ELMo: elmo_tiny .. elmo_original, "
+              "a frozen random biLM; for smoke tests).",
+    "max_seq_length": "Tokens per input; 0: 384 for SQuAD, else 128. ELMo: words per text, "
+                      "<S> and </S> included.",
     "window_stride": "GLUE and NER: read inputs longer than max_seq_length in windows whose "
                      "starts are this many tokens apart (0: truncate, as the original).",
     "doc_stride": "SQuAD: tokens between the starts of a context's windows.",
@@ -109,13 +142,16 @@ HELP = {
     "batch_size": "Examples per step (the paper: 32).",
     "epochs": "Passes over the training data (the paper: 3).",
     "learning_rate": "Peak learning rate; 0: the task's default (GLUE 5e-5, SQuAD 3e-5, "
-                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5).",
+                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5; ELMo 1e-3).",
     "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0); "
-                         "negative: the model's default (BERT 0.1, GPT 0.002).",
-    "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
+                         "negative: the model's default (BERT 0.1, GPT 0.002, ELMo 0).",
+    "weight_decay": "Decoupled weight decay (not on LayerNorm or biases); negative: the "
+                    "model's default (BERT and GPT 0.01, ELMo 0: Adam).",
     "clip_norm": "Global-norm gradient clipping (0: off); per replica under a strategy, as "
                  "the original on TPU cores.",
     "lm_coef": "GPT: weight of the auxiliary LM loss of the inputs (0: none); negative: 0.5.",
+    "elmo_lstm_units": "ELMo: units per direction of the task network's two BiLSTM layers; 0: "
+                       "128 (CPU-sized; the BERT paper's feature-based NER used 768).",
     "max_train_examples": "Use only the first N training rows (0: all).",
     "skip_bad_input": "Skip and count malformed rows/answers instead of stopping.",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
@@ -155,19 +191,26 @@ def resolve(cfg):
                          f"{', '.join(repr(a) for a in ABLATIONS)}.")
     if cfg.ablation and getattr(cfg, "model", "bert") != "bert":
         raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
-    if cfg.model not in ("bert", "gpt"):
-        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt.")
+    if cfg.model not in ("bert", "gpt", "elmo"):
+        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo.")
     kind = "glue" if cfg.task.startswith("glue/") else cfg.task
     changes = {}
     if kind in DEFAULT_LEARNING_RATE:
         if not cfg.learning_rate:
-            changes["learning_rate"] = (
-                GPT_LEARNING_RATE if cfg.model == "gpt" else DEFAULT_LEARNING_RATE[kind])
+            changes["learning_rate"] = {"gpt": GPT_LEARNING_RATE, "elmo": ELMO_LEARNING_RATE}.get(
+                cfg.model, DEFAULT_LEARNING_RATE[kind])
         if not cfg.max_seq_length:
             changes["max_seq_length"] = DEFAULT_MAX_SEQ_LENGTH[kind]
     if cfg.warmup_proportion < 0:
-        changes["warmup_proportion"] = (
-            GPT_WARMUP_PROPORTION if cfg.model == "gpt" else BERT_WARMUP_PROPORTION)
+        changes["warmup_proportion"] = {"gpt": GPT_WARMUP_PROPORTION,
+                                        "elmo": ELMO_WARMUP_PROPORTION}.get(
+            cfg.model, BERT_WARMUP_PROPORTION)
+    if cfg.weight_decay < 0:
+        changes["weight_decay"] = ELMO_WEIGHT_DECAY if cfg.model == "elmo" else BERT_WEIGHT_DECAY
+    if cfg.model == "elmo":
+        return resolve_elmo(dataclasses.replace(cfg, **changes))
+    if cfg.elmo_lstm_units:
+        raise SystemExit("--elmo_lstm_units is ELMo's: pass it with --model=elmo.")
     if cfg.model == "gpt":
         return resolve_gpt(dataclasses.replace(cfg, **changes))
     if cfg.merges_file or cfg.lm_coef >= 0:
@@ -217,6 +260,93 @@ def resolve_gpt(cfg):
     return dataclasses.replace(cfg, **changes)
 
 
+def elmo_checkpoint_files(path):
+    """`(options.json, weight file)` of an ELMo `--init_checkpoint`.
+
+    A folder: its `options.json` (else its one `*options.json`, as the
+    published models name them) and `weights.hdf5` or `lm_weights.hdf5`
+    (else its one `*weights.hdf5`). A `.hdf5` file: itself, with the
+    options found so beside it.
+    """
+    import glob
+
+    folder, weights = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
+
+    def one(names, pattern, what):
+        for name in names:
+            if os.path.isfile(os.path.join(folder, name)):
+                return os.path.join(folder, name)
+        found = sorted(glob.glob(os.path.join(folder, pattern)))
+        if len(found) == 1:
+            return found[0]
+        raise SystemExit(
+            f"--model=elmo: no {what} in {folder or '.'}: expected {' or '.join(names)}"
+            f"{f', or one {pattern} (found {len(found)})' if found else ''}. --init_checkpoint "
+            "takes a folder with bilm-tf's options.json and weights.hdf5, or the weight file.")
+
+    options = one((ELMO_OPTIONS_FILE,), "*options.json", "options file")
+    if weights is None:
+        weights = one(ELMO_WEIGHT_FILES, "*weights.hdf5", "weight file")
+    return options, weights
+
+
+def resolve_elmo(cfg):
+    """`--model=elmo`: refusals of what it does not do; the checkpoint located."""
+    from keras_bert_impl.elmo import ELMO_PRESETS
+    from keras_bert_impl.elmo.elmo_task_models import DEFAULT_LSTM_UNITS
+
+    if cfg.task in ("squad", "swag"):
+        raise SystemExit(f"--task={cfg.task} is not built for --model=elmo (the ELMo paper's "
+                         "BiDAF and ESIM models are not here): use glue/<name> or ner.")
+    if cfg.vocab_file or cfg.merges_file or cfg.lm_coef >= 0:
+        raise SystemExit("--vocab_file, --merges_file and --lm_coef are not ELMo's: it reads "
+                         "characters, with no vocabulary and no auxiliary LM loss.")
+    if cfg.preset and cfg.preset not in ELMO_PRESETS:
+        raise SystemExit(f"--preset={cfg.preset!r} is not an ELMo preset: use one of "
+                         f"{sorted(ELMO_PRESETS)}.")
+    if not cfg.init_checkpoint and not cfg.preset:
+        raise SystemExit("--model=elmo needs --init_checkpoint (a folder with bilm-tf's "
+                         "options.json and weights.hdf5, e.g. `training.pretrain --model=elmo`'s "
+                         "export) or --preset=elmo_tiny (a random biLM): no ELMo is installed "
+                         "offline.")
+    if cfg.init_checkpoint and cfg.preset:
+        raise SystemExit("Pass --init_checkpoint or --preset for --model=elmo, not both.")
+    if cfg.max_seq_length < 3:
+        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} leaves no word: ELMo's rows "
+                         "are <S> words </S>.")
+    if cfg.init_checkpoint and not cfg.init_checkpoint.endswith(".keras"):
+        elmo_checkpoint_files(cfg.init_checkpoint)  # fails now, not after reading the data
+    return dataclasses.replace(cfg, elmo_lstm_units=cfg.elmo_lstm_units or DEFAULT_LSTM_UNITS)
+
+
+def build_elmo_backbone(cfg):
+    """The biLM ELMo's task models freeze: bilm-tf files, a `.keras` ELMo model, or a preset."""
+    from keras_bert_impl.elmo import ElmoBackbone
+    from keras_bert_impl.elmo import elmo_preset
+    from keras_bert_impl.elmo import load_elmo_checkpoint
+    from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
+
+    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    if not cfg.init_checkpoint:
+        say(f"Warning: --model=elmo from --preset={cfg.preset}: a randomly initialized biLM, "
+            "frozen, gives random features (smoke tests only).")
+        return ElmoBackbone.from_config_object(elmo_preset(cfg.preset), dtype=dtype)
+    if cfg.init_checkpoint.endswith(".keras"):
+        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
+        backbone = model if isinstance(model, ElmoBackbone) else getattr(model, "backbone", None)
+        if not isinstance(backbone, ElmoBackbone):
+            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
+                             "no ELMo biLM.")
+        # A stateless copy in this run's dtype (the task model freezes it).
+        rebuilt = ElmoBackbone.from_config_object(backbone.elmo_config, dtype=dtype)
+        source = elmo_hdf5_variables(backbone)
+        for name, variable in elmo_hdf5_variables(rebuilt).items():
+            variable.assign(source[name])
+        return rebuilt
+    options, weights = elmo_checkpoint_files(cfg.init_checkpoint)
+    return load_elmo_checkpoint(options, weights, dtype=dtype)
+
+
 def build_gpt_backbone(cfg, vocab_size):
     """The GPT backbone with `_start_`, `_delimiter_`, `_classify_` at rows
     `vocab_size` .. `vocab_size + 2` (`vocab_size`: the tokenizer's)."""
@@ -260,6 +390,8 @@ def build_backbone(cfg, vocab_size):
 
     if cfg.model == "gpt":
         return build_gpt_backbone(cfg, vocab_size)
+    if cfg.model == "elmo":
+        return build_elmo_backbone(cfg)
     dtype = "mixed_bfloat16" if cfg.mixed_precision else None
     # LTR: causal in fine-tuning as in pretraining (the paper: removing the
     # mask at fine-tuning hurt). None keeps the checkpoint's attention.
@@ -337,6 +469,10 @@ def _fine_tune(cfg, started):
         from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
 
         tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
+    elif cfg.model == "elmo":
+        from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+
+        tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
     else:
         tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     try:  # bad input files: the message names the file and line; no traceback
@@ -353,7 +489,8 @@ def _fine_tune(cfg, started):
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     replicas_batch(strategy, cfg.batch_size)  # checks divisibility
     say(f"Task {cfg.task} ({cfg.model}"
-        f"{f', lm_coef {cfg.lm_coef:g}' if cfg.model == 'gpt' else ''}): {rows} training rows, "
+        f"{f', lm_coef {cfg.lm_coef:g}' if cfg.model == 'gpt' else ''}"
+        f"{f', BiLSTM {cfg.elmo_lstm_units}' if cfg.model == 'elmo' else ''}): {rows} training rows, "
         f"max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
         f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
@@ -365,20 +502,21 @@ def _fine_tune(cfg, started):
     if cfg.model == "gpt":
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
     with strategy.scope():
-        model = task.build_model(build_backbone(cfg, tokenizer.vocab_size))
+        model = task.build_model(build_backbone(cfg, getattr(tokenizer, "vocab_size", None)))
         model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
     if cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu":
         # Batches of similar length cut to their longest row; TPUs want static shapes.
         from tf_records.length_grouping import grouped_batches
 
-        batches = grouped_batches(x, y, sample_weight, cfg.batch_size, cfg.length_grouping,
-                                  cfg.seed)
-        history = model.fit(batches, epochs=cfg.epochs, verbose=2,
-                            callbacks=[EvaluateEachEpoch(task)])
+        train = dict(x=grouped_batches(x, y, sample_weight, cfg.batch_size,
+                                       cfg.length_grouping, cfg.seed))
     else:
-        history = model.fit(x, y, sample_weight=sample_weight, batch_size=cfg.batch_size,
-                            epochs=cfg.epochs, shuffle=True, verbose=2,
-                            callbacks=[EvaluateEachEpoch(task)])
+        train = dict(x=x, y=y, sample_weight=sample_weight, batch_size=cfg.batch_size,
+                     shuffle=True)
+    if cfg.model == "elmo":  # rows of word ids -> character ids, batch by batch
+        train = dict(x=task.char_id_batches(model, **train))
+    history = model.fit(**train, epochs=cfg.epochs, verbose=2,
+                        callbacks=[EvaluateEachEpoch(task)])
     os.makedirs(cfg.output_dir, exist_ok=True)
     written = task.write_predictions(model, cfg.output_dir)
     for path in written:
@@ -392,6 +530,10 @@ def _fine_tune(cfg, started):
         from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 
         export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"))
+    elif cfg.model == "elmo":
+        from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
+
+        export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"))
     else:
         export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
                            cfg.do_lower_case, cfg.max_seq_length)

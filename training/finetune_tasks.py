@@ -16,6 +16,13 @@ scored, written and exported the same way; only the encoding (GPT's input
 transformations, `keras_bert_impl.gpt.gpt_inputs`) and the model differ
 (`GptGlueTask`, `GptNerTask`, `GptSwagTask`; SQuAD is BERT's only).
 
+With `--model=elmo` (ELMo as features: a frozen biLM, a scalar mix and a
+BiLSTM task network, `keras_bert_impl.elmo.elmo_task_models`) GLUE and
+CoNLL are read the same way too; the rows are whole words (`<S> words
+</S>`, ELMo reads characters, not WordPieces), kept as rows of a word table
+and turned into character ids batch by batch (`ElmoGlueTask`, `ElmoNerTask`;
+no SQuAD or SWAG).
+
 The data and metrics live in `tasks/`; this file only wires them together.
 """
 
@@ -29,6 +36,12 @@ from keras_bert_impl import BertClassifier
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
+from keras_bert_impl.elmo.char_ids import BOS_TOKEN
+from keras_bert_impl.elmo.char_ids import EOS_TOKEN
+from keras_bert_impl.elmo.char_ids import token_char_ids
+from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
+from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
+from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_inputs import entailment_inputs
 from keras_bert_impl.gpt.gpt_inputs import multiple_choice_inputs
@@ -129,9 +142,12 @@ class GlueTask:
     def build_model(self, backbone):
         return BertClassifier(backbone, len(self.task.labels) if self.task.labels else 1)
 
+    def _predict(self, model, x):
+        return _predict(model, x, self.cfg.batch_size)
+
     def _logits(self, model, split):
         examples, encoded = self._encoded(split)
-        rows = _predict(model, encoded.x, self.cfg.batch_size)
+        rows = self._predict(model, encoded.x)
         return examples, encoded, glue.merge_window_logits(rows, encoded.example_index,
                                                            len(examples))
 
@@ -288,9 +304,12 @@ class NerTask:
     def prepare(self, split):
         self._encode(split)
 
+    def _predict(self, model, x):
+        return _predict(model, x, self.cfg.batch_size)
+
     def evaluate(self, model, split):
         encoded = self._encode(split)
-        logits = _predict(model, encoded.x, self.cfg.batch_size)
+        logits = self._predict(model, encoded.x)
         predicted = conll.decode_predictions(logits, encoded, self.label_list)
         gold = [list(s.labels) for s in self._data[split].sentences]
         metrics = conll_metrics.conlleval(gold, predicted)
@@ -470,8 +489,182 @@ class GptSwagTask(SwagTask):
         return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
 
 
+class _ElmoWords:
+    """Words as the rows of one table; a row's ELMo character ids are looked up late.
+
+    Shaped as `tasks.conll.encode_sentences` reads a tokenizer: each word is
+    one "piece" whose id is its row, `<S>` (row 1) and `</S>` (row 2) stand
+    where BERT's `[CLS]` and `[SEP]` stand, and 0 is padding (ELMo's
+    all-zero padding token). Rows of word ids are small; `char_table`
+    gives each row's character ids, gathered batch by batch, so a data
+    set's `(N, T, 50)` character ids are never held at once.
+    """
+
+    pad_token_id = 0
+    cls_token_id = 1
+    sep_token_id = 2
+
+    def __init__(self):
+        self.words = ["", BOS_TOKEN, EOS_TOKEN]  # row 0: padding
+        self.ids = {BOS_TOKEN: 1, EOS_TOKEN: 2}
+        self._table = None
+
+    def tokenize(self, word):
+        return [word]  # a CoNLL word is a whole ELMo token
+
+    def convert_tokens_to_ids(self, words):
+        ids = []
+        for word in words:
+            if word not in self.ids:
+                self.ids[word] = len(self.words)
+                self.words.append(word)
+            ids.append(self.ids[word])
+        return ids
+
+    def rows(self, texts, length):
+        """int32 `(N, length)`: `<S> words </S>` per text (lists of words that fit), 0 after."""
+        ids = np.zeros((len(texts), length), np.int32)
+        for i, words in enumerate(texts):
+            ids[i, :len(words) + 2] = [1, *self.convert_tokens_to_ids(words), 2]
+        return ids
+
+    def char_table(self, max_chars):
+        """int32 `(rows, max_chars)`: every word's character ids, row 0 zeros."""
+        if self._table is None or self._table.shape != (len(self.words), max_chars):
+            table = np.zeros((len(self.words), max_chars), np.int32)
+            table[1:] = token_char_ids(self.words[1:], max_chars)  # <S>, </S>: boundary ids
+            self._table = table
+        return self._table
+
+
+class _ElmoTask:
+    """What the ELMo tasks share: rows of word-table ids -> `char_ids` batches.
+
+    Their `x` is `input_word_ids` (rows of `_ElmoWords`, `(N, T)` or
+    `(N, 2, T)`) and `input_mask` (1 on `<S> words </S>`), so the entry
+    point's length grouping cuts their batches as BERT's.
+    """
+
+    def char_id_batches(self, model, x, y=None, sample_weight=None, batch_size=None,
+                        shuffle=False):
+        """`({"char_ids": (B, ..., T, C)}, ...)` batches from word rows.
+
+        Args:
+            model: the ELMo task model (its biLM gives C).
+            x: dict of word-row arrays, or a `tf.data.Dataset` of batches
+                `(x, ...)` of them (e.g. `grouped_batches`).
+            y, sample_weight: arrays, or None (prediction); with arrays only.
+            batch_size: int. Rows per batch; None: `--batch_size`.
+            shuffle: bool. Shuffle the rows each epoch (seeded by `--seed`).
+        """
+        import tensorflow as tf
+
+        table = tf.constant(self.words.char_table(model.backbone.max_characters_per_token))
+        batches = x
+        if not isinstance(x, tf.data.Dataset):
+            data = (x,) if y is None else (x, y) if sample_weight is None else (
+                x, y, sample_weight)
+            batches = tf.data.Dataset.from_tensor_slices(data)
+            if shuffle:
+                batches = batches.shuffle(len(x["input_word_ids"]), seed=self.cfg.seed,
+                                          reshuffle_each_iteration=True)
+            batches = batches.batch(batch_size or self.cfg.batch_size)
+
+        def char_ids(x, *targets):
+            return ({"char_ids": tf.gather(table, x["input_word_ids"])}, *targets)  # (B, ..., T, C)
+
+        return batches.map(char_ids).prefetch(tf.data.AUTOTUNE)
+
+    def _predict(self, model, x):
+        return model.predict(self.char_id_batches(model, x), verbose=0)
+
+
+class ElmoGlueTask(_ElmoTask, GlueTask):
+    """`--model=elmo --task=glue/<name>`: GLUE read as BERT's, each text split into
+    words by BERT's basic tokenization without lowercasing (ELMo is cased).
+
+    One text: rows `<S> words </S>` `(N, T)` for `ElmoClassifier`; pairs:
+    both texts, `(N, 2, T)`, for `ElmoPairClassifier`. A text of more than
+    `max_seq_length - 2` words is truncated (counted and reported); no windows.
+    """
+
+    def __init__(self, cfg, tokenizer, name):
+        if cfg.window_stride:
+            raise SystemExit("--window_stride reads long GLUE inputs in windows for BERT only; "
+                             "with --model=elmo texts are truncated to max_seq_length - 2 words. "
+                             "Leave it 0.")
+        super().__init__(cfg, tokenizer, name)
+        self.words = _ElmoWords()
+        self.pair = len(self.task.text_columns) == 2
+
+    def _encode(self, examples):
+        limit = self.cfg.max_seq_length - 2  # room for <S> and </S>
+        texts = [[self.tokenizer.tokenize(e.text_a) for e in examples]]
+        if self.pair:
+            texts.append([self.tokenizer.tokenize(e.text_b or "") for e in examples])
+        cut = sum(len(words) > limit for column in texts for words in column)
+        if cut:
+            _say(f"ELMo: {cut} of {len(examples)} examples' texts are longer than {limit} words "
+                 f"(--max_seq_length={self.cfg.max_seq_length} with <S> and </S>); truncated.")
+        length = min(max((len(w) for column in texts for w in column), default=0), limit) + 2
+        rows = [self.words.rows([w[:limit] for w in column], length) for column in texts]
+        ids = np.stack(rows, axis=1) if self.pair else rows[0]  # (N, 2, T) or (N, T)
+        x = {"input_word_ids": ids, "input_mask": (ids > 0).astype(np.int32)}
+        return glue.EncodedExamples(x, _glue_labels(examples, self.task.labels),
+                                    np.arange(len(examples), dtype=np.int32))
+
+    def build_model(self, backbone):
+        model = ElmoPairClassifier if self.pair else ElmoClassifier
+        return model(backbone, len(self.task.labels) if self.task.labels else 1,
+                     lstm_units=self.cfg.elmo_lstm_units)
+
+
+class ElmoNerTask(_ElmoTask, NerTask):
+    """`--model=elmo --task=ner`: CoNLL's words as they are, rows `<S> words </S>`,
+    tagged by `ElmoTokenTagger`; labels, windows and decoding as BERT's, one
+    label per word (every word is one token: no first-piece rule needed)."""
+
+    def __init__(self, cfg, tokenizer):
+        self.words = _ElmoWords()
+        super().__init__(cfg, self.words)
+
+    def _encode(self, split):
+        if split not in self._encoded:
+            encoded = conll.encode_sentences(
+                self._data[split].sentences, self.words, self.label_list,
+                self.cfg.max_seq_length, stride=self.cfg.window_stride or None)
+            ids = encoded.x["input_word_ids"]  # (N, S): <S> words </S>, 0 after
+            length = max(int(encoded.x["input_mask"].sum(axis=1).max(initial=0)), 2)  # longest
+
+            def cut(array):
+                return array[:, :length]
+
+            encoded = dataclasses.replace(
+                encoded, x={"input_word_ids": cut(ids), "input_mask": cut(encoded.x["input_mask"])},
+                y=cut(encoded.y),
+                sample_weight=cut(encoded.sample_weight), word_index=cut(encoded.word_index),
+                max_context=cut(encoded.max_context))
+            if encoded.num_truncated_words:
+                _say(f"ELMo: {encoded.num_truncated_words} words of {split} are past "
+                     f"--max_seq_length={self.cfg.max_seq_length} (with <S> and </S>) and are "
+                     "predicted as 'O'; --window_stride reads them in windows.")
+            self._encoded[split] = encoded
+        return self._encoded[split]
+
+    def build_model(self, backbone):
+        return ElmoTokenTagger(backbone, len(self.label_list),
+                               lstm_units=self.cfg.elmo_lstm_units)
+
+
 def make_task(cfg, tokenizer):
     """The task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`) and `--model`."""
+    if cfg.model == "elmo":
+        if cfg.task.startswith("glue/"):
+            return ElmoGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        if cfg.task != "ner":
+            raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
+                             f"({', '.join(sorted(glue.TASKS))}) or ner.")
+        return ElmoNerTask(cfg, tokenizer)
     if cfg.model == "gpt":
         if cfg.task.startswith("glue/"):
             return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])

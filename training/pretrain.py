@@ -3,6 +3,7 @@ TFRecords -> `model.fit` under a strategy -> held-out evaluation -> export.
 
     python -m training.pretrain          # the main job: a tiny BERT on the default corpus
     python -m training.pretrain --model=gpt                  # a tiny OpenAI GPT, same corpus
+    python -m training.pretrain --model=elmo                 # a tiny ELMo biLM, same corpus
     python -m training.pretrain --ablation=ltr               # BERT's LTR & No NSP ablation
     python -m training.pretrain --input='corpus/*.txt' --preset=small --output_dir=runs/small
     python -m training.pretrain --input=records/ --vocab_file=vocab.txt --strategy=tpu --tpu=local
@@ -11,8 +12,10 @@ Run the same command again after a crash and it resumes at the last
 checkpoint: same step, learning rate, optimizer state and data position.
 Every flag is a field of `PretrainConfig`; its default is the flag's. A
 model family adds its recipe (data, model, loss, evaluation, export:
-`training/bert_recipe.py`, `training/gpt_recipe.py`); the trainer here is
-one for all.
+`training/bert_recipe.py`, `training/gpt_recipe.py`,
+`training/elmo_recipe.py`); the trainer here is one for all. Where a family
+trains differently by default (ELMo: bilm-tf's Adagrad, 20-token windows),
+`MODEL_DEFAULTS` replaces the flags still at BERT's defaults.
 """
 
 import dataclasses
@@ -29,6 +32,9 @@ from training.config_flags import from_flags
 from training.pretrain_common import is_tfrecords
 from training.pretrain_common import say
 from training.pretrain_common import write_json
+
+
+ELMO_MAIN_JOB_STEPS = 600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +78,10 @@ class PretrainConfig:
 
 
 HELP = {
-    "model": "bert or gpt (OpenAI GPT: BPE vocabulary, contiguous token windows, next-token LM).",
+    "model": "bert, gpt (OpenAI GPT: BPE vocabulary, contiguous token windows, next-token LM) "
+             "or elmo (ELMo's biLM, as bilm-tf: a word vocabulary by frequency, streams of "
+             "sentences in windows, LSTM states carried across batches, forward and backward "
+             "LM through one softmax; one replica only).",
     "ablation": "BERT's Table 5 ablations: '' (MLM + NSP), no_nsp (MLM only), ltr (LTR & No NSP: "
                 "causal mask, next-token loss on every position, from the same records).",
     "input": "Text files/globs (comma-separated; one sentence per line, blank line between "
@@ -81,34 +90,41 @@ HELP = {
     "heldout_input": "Held-out text or TFRecords for the final evaluation. Empty: the default "
                      "corpus's held-out documents, or none.",
     "output_dir": "Run folder: data, checkpoints, TensorBoard logs, export, summary.json.",
-    "vocab_file": "vocab.txt (GPT: vocab.json, with merges.txt beside it). Empty with text "
+    "vocab_file": "vocab.txt (GPT: vocab.json, with merges.txt beside it; ELMo: bilm-tf's "
+                  "vocab.txt, <S> </S> <UNK> first, then words by frequency). Empty with text "
                   "input: learn one from the training text.",
-    "vocab_size": "Size of a learned vocabulary.",
+    "vocab_size": "Size of a learned vocabulary (ELMo: the most frequent words kept, the "
+                  "rest <UNK>; above 20000 its softmax is sampled).",
     "do_lower_case": "Lowercase and strip accents (uncased).",
     "preset": "Model size: tiny, mini, small, medium, base, large; GPT: gpt_tiny, gpt_mini, gpt "
-              "(tiny and mini mean gpt_tiny and gpt_mini).",
-    "config_file": "bert_config.json (GPT: config.json) overriding --preset (vocab_size is taken "
-                   "from the data).",
+              "(tiny and mini mean gpt_tiny and gpt_mini); ELMo: elmo_tiny, elmo_small, "
+              "elmo_medium, elmo_original (tiny, small, medium, base mean those).",
+    "config_file": "bert_config.json (GPT: config.json; ELMo: bilm-tf's options.json) overriding "
+                   "--preset (vocab_size is taken from the data).",
     "max_seq_length": "Tokens per sequence (GPT: per window; each window predicts its next "
-                      "tokens).",
+                      "tokens; ELMo: bilm-tf's unroll_steps, 20 by default, the window the "
+                      "gradient flows through while the LSTM states run on).",
     "max_predictions_per_seq": "Masked positions per sequence (BERT).",
     "dupe_factor": "Passes over the text when writing TFRecords, each with new masks.",
     "do_whole_word_mask": "Mask whole words.",
-    "global_batch_size": "Sequences per step over all replicas.",
+    "global_batch_size": "Sequences per step over all replicas (ELMo: streams, each row "
+                         "continuing its own text from batch to batch).",
     "shuffle_buffer": "Records in the shuffle buffer; 0 reads files and records in order.",
     "length_grouping": "BERT: read this many batches at a time, sort them by length and cut "
                        "each batch to its longest row (a multiple of 16): less compute on "
                        "padding, the same records. 0: every batch max_seq_length long. Used "
                        "with one replica (the default strategy) only.",
     "num_train_steps": "Optimizer updates; 0: the model's main-job default (BERT 3000, GPT 1000: "
-                       "its LM loss on every position costs ~3x BERT's per step).",
+                       "its LM loss on every position costs ~3x BERT's per step; ELMo "
+                       f"{ELMO_MAIN_JOB_STEPS}).",
     "checkpoint_every_steps": "Checkpoint interval (rounded down to divide num_train_steps).",
     "steps_per_execution": "Steps per compiled call (TPUs like 100s).",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
     "tpu": "TPU name or address; 'local' on Colab / Cloud TPU VMs.",
     "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits).",
     "jit_compile": "Compile the train step with XLA (static shapes).",
-    "optimizer": "adamw (the original) or lamb.",
+    "optimizer": "adamw (the original), lamb, or adagrad (bilm-tf's: constant learning rate, "
+                 "initial accumulator 1.0; ELMo's default).",
     "learning_rate": "Peak learning rate (the original: 1e-4 for BERT-BASE's 1M steps).",
     "warmup_steps": "Linear warmup steps, then linear decay to 0 at num_train_steps.",
     "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
@@ -123,8 +139,17 @@ HELP = {
 }
 
 # The main job's length per model: GPT's LM loss on every position costs
-# about 3x BERT's 20 masked positions per step (measured on the main job).
-DEFAULT_TRAIN_STEPS = {"bert": 3000, "gpt": 1000}
+# about 3x BERT's 20 masked positions per step (measured on the main job);
+# ELMo's elmo_tiny step (32 streams x 20 tokens, both directions, an
+# 8000-word softmax) takes about XXX on two CPU cores.
+DEFAULT_TRAIN_STEPS = {"bert": 3000, "gpt": 1000, "elmo": ELMO_MAIN_JOB_STEPS}
+
+# Where a family trains differently, its settings replace the flags left
+# at BERT's defaults: ELMo as bilm-tf's `train_elmo.py` (Adagrad 0.2 with
+# accumulators from 1.0, no schedule or weight decay, clipping at 10,
+# 20-token windows).
+MODEL_DEFAULTS = {"elmo": {"optimizer": "adagrad", "learning_rate": 0.2, "warmup_steps": 0,
+                           "weight_decay": 0.0, "clip_norm": 10.0, "max_seq_length": 20}}
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
@@ -150,6 +175,14 @@ def _check_run_config(cfg, path):
     os.replace(tmp, path)
 
 
+def with_model_defaults(cfg):
+    """`cfg` with the model's `MODEL_DEFAULTS` where its flags keep BERT's defaults."""
+    bert = PretrainConfig()
+    return dataclasses.replace(cfg, **{
+        key: value for key, value in MODEL_DEFAULTS.get(cfg.model, {}).items()
+        if getattr(cfg, key) == getattr(bert, key)})
+
+
 def make_recipe(cfg):
     """The model family's recipe: data, model, loss, evaluation and export."""
     if cfg.model == "bert":
@@ -160,7 +193,11 @@ def make_recipe(cfg):
         from training.gpt_recipe import GptRecipe
 
         return GptRecipe(cfg)
-    raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt.")
+    if cfg.model == "elmo":
+        from training.elmo_recipe import ElmoRecipe
+
+        return ElmoRecipe(cfg)
+    raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo.")
 
 
 def train(cfg, recipe, strategy, train_source, vocab_size):
@@ -248,6 +285,7 @@ def main(argv):
     started = time.time()
     if not cfg.num_train_steps:
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
+    cfg = with_model_defaults(cfg)
     recipe = make_recipe(cfg)  # checks --model and --ablation before anything is written
     from training.checkpointing import OutputLock
 
