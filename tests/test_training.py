@@ -191,7 +191,9 @@ def test_nan_loss_exits_nonzero_and_keeps_the_good_checkpoint(records, tmp_path)
                 weights[0] = float("nan")
             writer.write(example.SerializeToString())
     output = str(tmp_path / "run")
-    result = _run_pretrain(_pretrain_args(records, output, input=path, shuffle_buffer=0))
+    # Records in file order (no shuffle, no length grouping): the NaNs start at batch 6.
+    result = _run_pretrain(_pretrain_args(records, output, input=path, shuffle_buffer=0,
+                                          length_grouping=0))
     assert result.returncode != 0
     assert "The loss became nan by batch 6" in result.stdout + result.stderr, result.stderr[-3000:]
     assert tf.train.latest_checkpoint(os.path.join(output, "checkpoints")).endswith("ckpt-4")
@@ -291,7 +293,9 @@ def test_mirrored_two_devices_match_one_device(records, tmp_path):
     for strategy in ("mirrored", "cpu"):
         out = str(tmp_path / strategy)
         result = subprocess.run([sys.executable, "-c", script,
-                                 *_pretrain_args(records, out, strategy=strategy, clip_norm=0)],
+                                 # Length grouping is for one replica only: off in both.
+                                 *_pretrain_args(records, out, strategy=strategy, clip_norm=0,
+                                                 length_grouping=0)],
                                 cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         replicas = 2 if strategy == "mirrored" else 1
@@ -370,7 +374,8 @@ def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
     assert "Worker worker-1 done: 12 batches." in outputs[1][0]
 
     single = str(tmp_path / "single")
-    result = _run_pretrain(_pretrain_args(records, single, shuffle_buffer=0, clip_norm=0))
+    result = _run_pretrain(_pretrain_args(records, single, shuffle_buffer=0, clip_norm=0,
+                                          length_grouping=0))  # as the workers: one replica each
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(_logged_losses(outputs[0][0]), _logged_losses(result.stdout), rtol=2e-4)
     a, _ = _weights(os.path.join(shared, "export", "pretrainer.keras"))
