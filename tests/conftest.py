@@ -58,3 +58,9 @@ def make_inputs(batch=3, seq=7, vocab=99, predictions=None, seed=0, pad_last=2):
             rng.integers(1, seq - pad_last, (batch, predictions)), axis=1
         ).astype("int32")
     return x
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first (stable otherwise): with `-n 2` the two workers
+    start on the longest tests, and the short ones fill in around them."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -142,6 +142,7 @@ def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
     assert accuracy > bigram + 0.12
 
 
+@pytest.mark.slow
 def test_mirrored_two_devices_fine_tune_like_one(tmp_path):
     """`--strategy=mirrored` over 2 logical CPUs against one device: one
     AdamW step on MRPC's 2 training rows (global batch 2, so the batch is the

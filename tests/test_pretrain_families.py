@@ -41,6 +41,7 @@ def _run(output_dir, text, *flags):
         return json.load(f), result.stdout
 
 
+@pytest.mark.slow
 def test_no_nsp_pretrains_masked_lm_only(text, tmp_path):
     summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=no_nsp")
     assert summary["batches_trained"] == 6
@@ -50,6 +51,7 @@ def test_no_nsp_pretrains_masked_lm_only(text, tmp_path):
     assert isinstance(model, BertMaskedLMPretrainer)
 
 
+@pytest.mark.slow
 def test_ltr_pretrains_left_to_right_on_the_same_records(text, tmp_path):
     summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=ltr")
     assert summary["batches_trained"] == 6
@@ -89,6 +91,7 @@ def test_bad_model_flags_stop_before_writing(flags, message, tmp_path):
     assert not output.exists()
 
 
+@pytest.mark.slow
 def test_gpt_pretrains_end_to_end(text, tmp_path):
     """--model=gpt: BPE vocabulary learned from the text, LM windows, fit,
     held-out perplexity against the unigram model, continuations, export

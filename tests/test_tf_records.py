@@ -230,7 +230,7 @@ def test_length_grouping_cuts_padding_and_keeps_every_record(written):
     for k in (0, 4):  # each group of 4 batches: the same 32 records
         assert sorted(rows(plain[k:k + 4])) == sorted(rows(grouped[k:k + 4]))
     shapes = set()
-    for x, y, w in grouped:
+    for x, _, w in grouped:
         width = x["input_word_ids"].shape[1]
         longest = int(x["input_mask"].numpy().sum(axis=1).max())
         assert width == min(128, -(-longest // 16) * 16)

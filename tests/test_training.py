@@ -211,6 +211,7 @@ def test_second_run_on_one_output_dir_refuses(records, tmp_path):
     assert "is in use by a running job" in result.stderr + result.stdout
 
 
+@pytest.mark.slow
 def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     """SIGKILL after the first checkpoint, rerun the same command: it
     resumes at that step and ends with the uninterrupted run's weights,
@@ -266,6 +267,7 @@ def test_changed_settings_refuse_to_resume(records, tmp_path):
     assert "--num_train_steps=99" in result.stderr + result.stdout
 
 
+@pytest.mark.slow
 def test_mirrored_two_devices_match_one_device(records, tmp_path):
     """MirroredStrategy over 2 logical CPUs, global batch 8 (4 per replica),
     against the default strategy at batch 8, dropout and clipping off, 12
@@ -406,6 +408,7 @@ def test_strategy_errors_say_what_is_missing(monkeypatch):
         replicas_batch(TwoReplicas(), 33)
 
 
+@pytest.mark.slow
 def test_accumulation_lamb_and_steps_per_execution_train(records, tmp_path):
     """6 updates of 2 accumulated batches each with LAMB, 2 steps per
     execution: 12 batches, the optimizer's update count 6."""

@@ -29,14 +29,15 @@ def read_manifest(path):
 
 
 def check_kind(manifest, kind):
-    """Raises `ValueError` unless the records are of `kind` ("bert", "lm").
+    """Raises `ValueError` unless the records are of `kind` ("bert", "lm", "elmo").
 
     BERT's manifests name no kind: a manifest without one is "bert".
     """
     found = manifest["schema"].get("kind", "bert")
     if found != kind:
         readers = {"bert": "tf_records.reader.pretraining_dataset",
-                   "lm": "tf_records.lm_reader.lm_dataset"}
+                   "lm": "tf_records.lm_reader.lm_dataset",
+                   "elmo": "tf_records.elmo_reader.elmo_dataset"}
         raise ValueError(
             f"{manifest['folder']} holds {found!r} records, but this reader reads {kind!r} "
             f"records. Read them with {readers.get(found, f'a {found!r} reader')}.")

@@ -27,8 +27,9 @@ Face openai-gpt folder or one of our `.keras` files) or `--preset=gpt_tiny`.
 `--model=elmo` uses ELMo as features, as the ELMo paper and the BERT paper's
 comparisons do (Peters et al. 2018, Sec. 3.3; BERT Sec. 5.3): the biLM from
 `--init_checkpoint` (a folder with bilm-tf's `options.json` and weight file,
-`weights.hdf5` as `training.pretrain --model=elmo` writes it, or the
-weight file itself) stays frozen; a scalar mix of its layers and a
+`weights.hdf5` as bilm-tf's README dumps it or `lm_weights.hdf5` as
+`training.pretrain --model=elmo` exports it, or the weight file itself)
+stays frozen; a scalar mix of its layers and a
 2-layer BiLSTM task network (`--elmo_lstm_units`) train, with Adam at 1e-3
 (no weight decay, no warmup, linear decay as the others). Inputs are whole
 words (CoNLL's, or BERT's basic tokenization of GLUE texts without
@@ -67,7 +68,8 @@ BERT_WEIGHT_DECAY = 0.01
 ELMO_LEARNING_RATE = 1e-3
 ELMO_WARMUP_PROPORTION = 0.0
 ELMO_WEIGHT_DECAY = 0.0
-# bilm-tf's export names the weight file so; its test model, lm_weights.hdf5.
+# bilm-tf's README dumps weights.hdf5; its test model and our pretraining
+# export (`training.pretrain --model=elmo`) hold lm_weights.hdf5.
 ELMO_OPTIONS_FILE = "options.json"
 ELMO_WEIGHT_FILES = ("weights.hdf5", "lm_weights.hdf5")
 
@@ -270,6 +272,8 @@ def elmo_checkpoint_files(path):
     """
     import glob
 
+    if not os.path.exists(path):
+        raise SystemExit(f"--init_checkpoint={path} does not exist.")
     folder, weights = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
 
     def one(names, pattern, what):
@@ -282,7 +286,8 @@ def elmo_checkpoint_files(path):
         raise SystemExit(
             f"--model=elmo: no {what} in {folder or '.'}: expected {' or '.join(names)}"
             f"{f', or one {pattern} (found {len(found)})' if found else ''}. --init_checkpoint "
-            "takes a folder with bilm-tf's options.json and weights.hdf5, or the weight file.")
+            "takes a folder with bilm-tf's options.json and (lm_)weights.hdf5, or the weight "
+            "file.")
 
     options = one((ELMO_OPTIONS_FILE,), "*options.json", "options file")
     if weights is None:
@@ -306,9 +311,9 @@ def resolve_elmo(cfg):
                          f"{sorted(ELMO_PRESETS)}.")
     if not cfg.init_checkpoint and not cfg.preset:
         raise SystemExit("--model=elmo needs --init_checkpoint (a folder with bilm-tf's "
-                         "options.json and weights.hdf5, e.g. `training.pretrain --model=elmo`'s "
-                         "export) or --preset=elmo_tiny (a random biLM): no ELMo is installed "
-                         "offline.")
+                         "options.json and lm_weights.hdf5, e.g. `training.pretrain "
+                         "--model=elmo`'s export folder) or --preset=elmo_tiny (a random "
+                         "biLM): no ELMo is installed offline.")
     if cfg.init_checkpoint and cfg.preset:
         raise SystemExit("Pass --init_checkpoint or --preset for --model=elmo, not both.")
     if cfg.max_seq_length < 3:
@@ -490,8 +495,8 @@ def _fine_tune(cfg, started):
     replicas_batch(strategy, cfg.batch_size)  # checks divisibility
     say(f"Task {cfg.task} ({cfg.model}"
         f"{f', lm_coef {cfg.lm_coef:g}' if cfg.model == 'gpt' else ''}"
-        f"{f', BiLSTM {cfg.elmo_lstm_units}' if cfg.model == 'elmo' else ''}): {rows} training rows, "
-        f"max_seq_length {cfg.max_seq_length}; "
+        f"{f', BiLSTM {cfg.elmo_lstm_units}' if cfg.model == 'elmo' else ''}): "
+        f"{rows} training rows, max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
         f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
         f"(warmup {warmup}); from {cfg.init_checkpoint or 'random ' + cfg.preset}; "
@@ -509,12 +514,13 @@ def _fine_tune(cfg, started):
         from tf_records.length_grouping import grouped_batches
 
         train = dict(x=grouped_batches(x, y, sample_weight, cfg.batch_size,
-                                       cfg.length_grouping, cfg.seed))
+                                       cfg.length_grouping, cfg.seed),
+                     shuffle=False)  # grouped_batches shuffles the rows each epoch
     else:
         train = dict(x=x, y=y, sample_weight=sample_weight, batch_size=cfg.batch_size,
                      shuffle=True)
     if cfg.model == "elmo":  # rows of word ids -> character ids, batch by batch
-        train = dict(x=task.char_id_batches(model, **train))
+        train = dict(x=task.char_id_batches(model, **train), shuffle=False)
     history = model.fit(**train, epochs=cfg.epochs, verbose=2,
                         callbacks=[EvaluateEachEpoch(task)])
     os.makedirs(cfg.output_dir, exist_ok=True)

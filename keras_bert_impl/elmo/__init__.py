@@ -2,6 +2,7 @@
 
 from keras_bert_impl.elmo.char_ids import batch_char_ids
 from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
+from keras_bert_impl.elmo.char_ids import tf_token_char_ids
 from keras_bert_impl.elmo.char_ids import token_char_ids
 from keras_bert_impl.elmo.character_encoder import CharacterEncoder
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
@@ -12,7 +13,17 @@ from keras_bert_impl.elmo.elmo_config import ELMO_PRESETS
 from keras_bert_impl.elmo.elmo_config import ElmoConfig
 from keras_bert_impl.elmo.elmo_config import elmo_num_parameters
 from keras_bert_impl.elmo.elmo_config import elmo_preset
+from keras_bert_impl.elmo.elmo_language_model import ElmoLanguageModel
 from keras_bert_impl.elmo.elmo_lstm_stack import ElmoLstmStack
+from keras_bert_impl.elmo.elmo_serving import export_elmo_saved_model
+from keras_bert_impl.elmo.elmo_softmax import ElmoSoftmax
+from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
+from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
+from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
+from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
+from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
+from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
+from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
 from keras_bert_impl.elmo.highway import Highway
 from keras_bert_impl.elmo.lstm_projection_cell import LstmProjectionCell
 from keras_bert_impl.elmo.lstm_projection_cell import tf1_lstm_weights_from_keras

@@ -143,11 +143,16 @@ class ElmoLstmStack(keras.layers.Layer):
         if self.max_batch_size is not None:
             self.state_variables = []
             for i in range(self.n_layers):
-                self.state_variables.append([
-                    self.add_weight(name=f"state_{kind}_{i}", shape=(self.max_batch_size, size),
-                                    initializer="zeros", trainable=False, dtype="float32")
-                    for kind, size in (("h", self.lstms[i].cell.output_dim), ("c", self.units))
-                ])
+                pair = []
+                for kind, size in (("h", self.lstms[i].cell.output_dim), ("c", self.units)):
+                    variable = self.add_weight(
+                        name=f"state_{kind}_{i}", shape=(self.max_batch_size, size),
+                        initializer="zeros", trainable=False, dtype="float32")
+                    # Also an attribute: `tf.train.Checkpoint` follows attributes, not
+                    # Python lists, and a resumed run needs the states it stopped with.
+                    setattr(self, f"state_{kind}_{i}", variable)
+                    pair.append(variable)
+                self.state_variables.append(pair)
         self.built = True
 
     def reset_states(self):

@@ -1,0 +1,94 @@
+"""SavedModel export of an ELMo biLM: raw tokens in, bilm-tf's `lm_embeddings` out.
+
+Signatures (both stateless: every sentence starts from zero LSTM states):
+- `serving_default`: `tokens` string `(B, T)`, whitespace-free tokens of
+  one sentence per row, right-padded with "" (no `<S>` / `</S>`: they are
+  added in the graph by `char_ids_from_tokens`, bilm-tf's `Batcher` as
+  TensorFlow ops).
+- `serving_char_ids`: `char_ids` int32 `(B, T + 2, C)` as `batch_char_ids`
+  makes them (boundaries included).
+
+Both return `lm_embeddings` float32 `(B, L + 1, T, 2P)` (layer 0 `[x; x]`,
+then each LSTM layer `[forward; backward]`, the sentence boundaries
+removed, 0 on padding: bilm-tf's `BidirectionalLanguageModel` output) and
+`mask` int32 `(B, T)`. The SavedModel needs only `tensorflow`.
+"""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
+from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
+from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
+from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
+from keras_bert_impl.serving import save_module_atomic
+
+# B=batch, T=tokens, C=characters per token, L=LSTM layers, P=projection
+
+
+def stateless_copy(backbone):
+    """An `ElmoBackbone` with `backbone`'s weights and no kept states."""
+    if backbone.max_batch_size is None:
+        return backbone
+    copy = ElmoBackbone.from_config_object(backbone.elmo_config, dtype=backbone.dtype_policy)
+    source = elmo_hdf5_variables(backbone)
+    for name, variable in elmo_hdf5_variables(copy).items():
+        variable.assign(source[name])
+    return copy
+
+
+class _ElmoServing(tf.Module):
+    def __init__(self, backbone):
+        super().__init__()
+        self.backbone = backbone
+        self.max_chars = backbone.elmo_config.max_characters_per_token
+
+    def outputs(self, char_ids):
+        out = self.backbone(char_ids, training=False)
+        layers, mask = [], None
+        for layer in out["lm_embeddings"]:  # L + 1 of (B, T + 2, 2P)
+            inner, mask = remove_sentence_boundaries(keras.ops.cast(layer, "float32"), out["mask"])
+            layers.append(inner)  # (B, T, 2P)
+        return {"lm_embeddings": tf.stack(layers, axis=1),  # (B, L + 1, T, 2P)
+                "mask": tf.cast(mask, tf.int32)}  # (B, T)
+
+    def token_outputs(self, tokens):
+        ragged = tf.RaggedTensor.from_tensor(tokens, padding="")  # (B, None)
+        out = self.outputs(char_ids_from_tokens(ragged, self.max_chars))  # (B, T' + 2, C) in
+        pad = tf.shape(tokens)[1] - tf.shape(out["mask"])[1]  # T - T': all-padding columns
+        return {"lm_embeddings": tf.pad(out["lm_embeddings"], [[0, 0], [0, 0], [0, pad], [0, 0]]),
+                "mask": tf.pad(out["mask"], [[0, 0], [0, pad]])}
+
+
+def export_elmo_saved_model(backbone, export_dir):
+    """Writes a SavedModel of an `ElmoBackbone` with the signatures above.
+
+    A stateful backbone is exported without its states (`stateless_copy`).
+
+    Args:
+        backbone: `ElmoBackbone`.
+        export_dir: str. Replaced atomically (written beside it, then renamed).
+
+    Returns:
+        The names of the signatures written.
+
+    Example:
+    >>> export_elmo_saved_model(lm.backbone, "export/saved_model")
+    ('serving_default', 'serving_char_ids')
+    """
+    if not isinstance(backbone, ElmoBackbone):
+        raise ValueError(f"Expected an ElmoBackbone. Received: {type(backbone).__name__}.")
+    module = _ElmoServing(stateless_copy(backbone))
+    chars = module.max_chars
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
+    def serving_default(tokens):
+        return module.token_outputs(tokens)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, chars], tf.int32, name="char_ids")])
+    def serving_char_ids(char_ids):
+        return module.outputs(char_ids)
+
+    signatures = {"serving_default": serving_default, "serving_char_ids": serving_char_ids}
+    save_module_atomic(module, export_dir, signatures)
+    return tuple(signatures)

@@ -1,0 +1,99 @@
+"""SavedModel export of ELMo task models: character ids in, and tokens in.
+
+Signatures (the biLM stateless, every sentence from zero states, as in
+training):
+- `serving_default`: `char_ids` int32 `(B, T, C)` (`(B, 2, T, C)` for
+  `ElmoPairClassifier`), as `batch_char_ids` makes them -> `logits`
+  float32, the model's output.
+- `serving_tokens`: `tokens` string `(B, W)`, each row one sentence's
+  words right-padded with "" (no `<S>` / `</S>`: the graph adds them,
+  `char_ids_from_tokens`); for pairs `tokens_a` and `tokens_b`. Returns
+  `logits`; a tagger's are per word, laid out as `tokens` `(B, W, K)` (0
+  on padding).
+
+Splitting text into words stays with the client (the fine-tuning entry
+point uses BERT's basic tokenization without lowercasing). The SavedModel
+needs only `tensorflow`.
+"""
+
+import tensorflow as tf
+
+from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
+from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
+from keras_bert_impl.elmo.elmo_task_models import ElmoTaskModel
+from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
+from keras_bert_impl.serving import save_module_atomic
+
+# B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
+# token, K=classes or labels
+
+
+class _ElmoTaskServing(tf.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.max_chars = model.backbone.max_characters_per_token
+        self.tagger = isinstance(model, ElmoTokenTagger)
+
+    def outputs(self, char_ids):
+        logits = self.model({INPUT_NAME: char_ids}, training=False)
+        return {"logits": tf.cast(logits, tf.float32)}
+
+    def _char_ids(self, tokens):
+        ragged = tf.RaggedTensor.from_tensor(tokens, padding="")  # (B, None)
+        return char_ids_from_tokens(ragged, self.max_chars)  # (B, W' + 2, C), W' <= W
+
+    def token_outputs(self, tokens):
+        out = self.outputs(self._char_ids(tokens))
+        if self.tagger:  # word j's logits sit at token j + 1
+            words = out["logits"][:, 1:-1]  # (B, W', K)
+            pad = tf.shape(tokens)[1] - tf.shape(words)[1]  # all-padding columns
+            out["logits"] = tf.pad(words, [[0, 0], [0, pad], [0, 0]])  # (B, W, K)
+        return out
+
+    def pair_token_outputs(self, tokens_a, tokens_b):
+        a, b = self._char_ids(tokens_a), self._char_ids(tokens_b)  # (B, Ta, C), (B, Tb, C)
+        length = tf.maximum(tf.shape(a)[1], tf.shape(b)[1])
+        a = tf.pad(a, [[0, 0], [0, length - tf.shape(a)[1]], [0, 0]])  # (B, T, C)
+        b = tf.pad(b, [[0, 0], [0, length - tf.shape(b)[1]], [0, 0]])  # (B, T, C)
+        return self.outputs(tf.stack([a, b], axis=1))  # (B, 2, T, C) in
+
+
+def export_elmo_task_saved_model(model, export_dir):
+    """Writes a SavedModel of an ELMo task model with the signatures above.
+
+    Args:
+        model: `ElmoClassifier`, `ElmoPairClassifier` or `ElmoTokenTagger`.
+        export_dir: str. Replaced atomically (written beside it, then renamed).
+
+    Returns:
+        The names of the signatures written.
+
+    Example:
+    >>> export_elmo_task_saved_model(tagger, "export/saved_model")
+    ['serving_default', 'serving_tokens']
+    """
+    if not isinstance(model, ElmoTaskModel):
+        raise ValueError(f"Cannot export {type(model).__name__}: expected an ELMo task model "
+                         "(ElmoClassifier, ElmoPairClassifier, ElmoTokenTagger).")
+    module = _ElmoTaskServing(model)
+    rank = len(model.input[INPUT_NAME].shape)
+    char_ids = tf.TensorSpec([None] * (rank - 1) + [module.max_chars], tf.int32, name=INPUT_NAME)
+
+    @tf.function(input_signature=[char_ids])
+    def serving_default(char_ids):
+        return module.outputs(char_ids)
+
+    if rank == 3:
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
+        def serving_tokens(tokens):
+            return module.token_outputs(tokens)
+    else:
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
+                                      tf.TensorSpec([None, None], tf.string, name="tokens_b")])
+        def serving_tokens(tokens_a, tokens_b):
+            return module.pair_token_outputs(tokens_a, tokens_b)
+
+    signatures = {"serving_default": serving_default, "serving_tokens": serving_tokens}
+    save_module_atomic(module, export_dir, signatures)
+    return sorted(signatures)
