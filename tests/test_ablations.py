@@ -255,7 +255,7 @@ def test_aggregate_and_verdicts():
     assert "one seed" in verdict(aggregate([5.0]), aggregate([4.0]))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=200)
 def test_quick_table5_end_to_end(tmp_path):
     """`python -m training.ablations --quick`: every system pretrained and
     fine-tuned on every task (GPT's span QA n/a), table5.json, a PNG chart

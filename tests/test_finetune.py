@@ -120,7 +120,7 @@ def test_unknown_task_and_missing_files(tmp_path):
         run(_config(tmp_path, "squad", tmp_path))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=300)
 def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
     """The real all-MiniLM-L6-v2 weights, fine-tuned on a word-order
     acceptability task made from the standard library's docstrings (CoLA

@@ -41,7 +41,7 @@ def _run(output_dir, text, *flags):
         return json.load(f), result.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=80)
 def test_no_nsp_pretrains_masked_lm_only(text, tmp_path):
     summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=no_nsp")
     assert summary["batches_trained"] == 6
@@ -51,7 +51,7 @@ def test_no_nsp_pretrains_masked_lm_only(text, tmp_path):
     assert isinstance(model, BertMaskedLMPretrainer)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=80)
 def test_ltr_pretrains_left_to_right_on_the_same_records(text, tmp_path):
     summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=ltr")
     assert summary["batches_trained"] == 6

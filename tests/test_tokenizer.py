@@ -178,7 +178,7 @@ def test_empty_and_whitespace_batch(uncased):
     assert batch["input_word_ids"].tolist() == [[101, 102, 0, 0]] * 4
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=90)
 def test_ten_megabyte_string_is_linear(uncased):
     words = "The quick brown fox, naïve café 東京! " * 8
     small = words * 500  # ~0.16 MB

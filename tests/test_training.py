@@ -317,7 +317,7 @@ def _logged_losses(stdout):
             if line.startswith("step ")]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=450)
 def test_main_job_pretrains_past_the_baseline(tmp_path):
     """README's first command exactly: default corpus -> vocab -> TFRecords
     -> fit -> held-out evaluation -> export, in a fresh folder."""
@@ -349,7 +349,7 @@ def _free_ports(n):
     return ports
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=90)
 def test_multi_worker_two_processes_match_one_worker(records, tmp_path):
     """MultiWorkerMirroredStrategy, 2 worker processes on localhost (TF_CONFIG),
     global batch 8: each worker reads its own shards, and with records in

@@ -36,6 +36,12 @@ words (CoNLL's, or BERT's basic tokenization of GLUE texts without
 lowercasing) as character ids; `--max_seq_length` counts words with `<S>`
 and `</S>`. GLUE and NER only. `--preset=elmo_tiny` starts from a random
 biLM instead (smoke tests only: frozen random features).
+
+This file holds the flags, the run and BERT's defaults and backbone;
+`resolve` and `build_backbone` hand `--model=gpt` and `--model=elmo` to
+`training/finetune_gpt.py` and `training/finetune_elmo.py` (their defaults,
+checkpoint lookup, backbones and tasks); the tasks are built by
+`training/finetune_tasks.py`.
 """
 
 import dataclasses
@@ -53,25 +59,11 @@ from absl import logging
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 
-# `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
-# 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),
-# 3 epochs, clip 1.0 and weight decay 0.01 on matrices (`l2`) are BERT's too.
-GPT_LEARNING_RATE = 6.25e-5
-GPT_WARMUP_PROPORTION = 0.002
-GPT_LM_COEF = 0.5
-GPT_ADAM_EPSILON = 1e-8
+# `--model=bert` (and GPT: weight decay 0.01): warmup over 10% of the steps,
+# then linear decay. GPT's and ELMo's own defaults: `training.finetune_gpt`
+# and `training.finetune_elmo`.
 BERT_WARMUP_PROPORTION = 0.1
 BERT_WEIGHT_DECAY = 0.01
-# `--model=elmo`: the task network trains from scratch on frozen features,
-# as AllenNLP's ELMo taggers and classifiers (Adam, lr 1e-3, no weight
-# decay), far above fine-tuning's rates; no warmup.
-ELMO_LEARNING_RATE = 1e-3
-ELMO_WARMUP_PROPORTION = 0.0
-ELMO_WEIGHT_DECAY = 0.0
-# bilm-tf's README dumps weights.hdf5; its test model and our pretraining
-# export (`training.pretrain --model=elmo`) hold lm_weights.hdf5.
-ELMO_OPTIONS_FILE = "options.json"
-ELMO_WEIGHT_FILES = ("weights.hdf5", "lm_weights.hdf5")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +175,13 @@ def say(message):
 def resolve(cfg):
     """Task defaults filled in; checkpoint and vocabulary located."""
     from keras_bert_impl.checkpoints import find_vocab_file
+    from training.finetune_elmo import ELMO_LEARNING_RATE
+    from training.finetune_elmo import ELMO_WARMUP_PROPORTION
+    from training.finetune_elmo import ELMO_WEIGHT_DECAY
+    from training.finetune_elmo import resolve_elmo
+    from training.finetune_gpt import GPT_LEARNING_RATE
+    from training.finetune_gpt import GPT_WARMUP_PROPORTION
+    from training.finetune_gpt import resolve_gpt
     from training.finetune_tasks import DEFAULT_LEARNING_RATE
     from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
 
@@ -233,165 +232,13 @@ def resolve(cfg):
     return cfg
 
 
-def resolve_gpt(cfg):
-    """`--model=gpt`: its defaults filled in; checkpoint, vocab.json and merges.txt located."""
-    from keras_bert_impl.gpt import GPT_PRESETS
-
-    if cfg.task == "squad":
-        raise SystemExit("--task=squad is BERT's only: the GPT paper fine-tunes no span "
-                         "question answering. Use --model=bert.")
-    if cfg.preset and cfg.preset not in GPT_PRESETS:
-        raise SystemExit(f"--preset={cfg.preset!r} is not a GPT preset: use one of "
-                         f"{sorted(GPT_PRESETS)}.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        raise SystemExit("--model=gpt needs --init_checkpoint (a Hugging Face openai-gpt folder "
-                         "or one of our .keras files) or --preset=gpt_tiny|gpt_mini|gpt (random "
-                         "initialization): no GPT checkpoint is installed offline.")
-    changes = {"lm_coef": GPT_LM_COEF} if cfg.lm_coef < 0 else {}
-    beside = [os.path.dirname(cfg.vocab_file)] if cfg.vocab_file else []
-    if cfg.init_checkpoint:
-        checkpoint = cfg.init_checkpoint
-        beside.append(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))
-    for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
-        if not getattr(cfg, field):
-            found = [os.path.join(d, name) for d in beside if os.path.exists(os.path.join(d, name))]
-            if not found:
-                raise SystemExit(f"No {name} beside --vocab_file or --init_checkpoint: pass "
-                                 f"--{field} (GPT reads vocab.json and merges.txt).")
-            changes[field] = found[0]
-    return dataclasses.replace(cfg, **changes)
-
-
-def elmo_checkpoint_files(path):
-    """`(options.json, weight file)` of an ELMo `--init_checkpoint`.
-
-    A folder: its `options.json` (else its one `*options.json`, as the
-    published models name them) and `weights.hdf5` or `lm_weights.hdf5`
-    (else its one `*weights.hdf5`). A `.hdf5` file: itself, with the
-    options found so beside it.
-    """
-    import glob
-
-    if not os.path.exists(path):
-        raise SystemExit(f"--init_checkpoint={path} does not exist.")
-    folder, weights = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
-
-    def one(names, pattern, what):
-        for name in names:
-            if os.path.isfile(os.path.join(folder, name)):
-                return os.path.join(folder, name)
-        found = sorted(glob.glob(os.path.join(folder, pattern)))
-        if len(found) == 1:
-            return found[0]
-        raise SystemExit(
-            f"--model=elmo: no {what} in {folder or '.'}: expected {' or '.join(names)}"
-            f"{f', or one {pattern} (found {len(found)})' if found else ''}. --init_checkpoint "
-            "takes a folder with bilm-tf's options.json and (lm_)weights.hdf5, or the weight "
-            "file.")
-
-    options = one((ELMO_OPTIONS_FILE,), "*options.json", "options file")
-    if weights is None:
-        weights = one(ELMO_WEIGHT_FILES, "*weights.hdf5", "weight file")
-    return options, weights
-
-
-def resolve_elmo(cfg):
-    """`--model=elmo`: refusals of what it does not do; the checkpoint located."""
-    from keras_bert_impl.elmo import ELMO_PRESETS
-    from keras_bert_impl.elmo.elmo_task_models import DEFAULT_LSTM_UNITS
-
-    if cfg.task in ("squad", "swag"):
-        raise SystemExit(f"--task={cfg.task} is not built for --model=elmo (the ELMo paper's "
-                         "BiDAF and ESIM models are not here): use glue/<name> or ner.")
-    if cfg.vocab_file or cfg.merges_file or cfg.lm_coef >= 0:
-        raise SystemExit("--vocab_file, --merges_file and --lm_coef are not ELMo's: it reads "
-                         "characters, with no vocabulary and no auxiliary LM loss.")
-    if cfg.preset and cfg.preset not in ELMO_PRESETS:
-        raise SystemExit(f"--preset={cfg.preset!r} is not an ELMo preset: use one of "
-                         f"{sorted(ELMO_PRESETS)}.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        raise SystemExit("--model=elmo needs --init_checkpoint (a folder with bilm-tf's "
-                         "options.json and lm_weights.hdf5, e.g. `training.pretrain "
-                         "--model=elmo`'s export folder) or --preset=elmo_tiny (a random "
-                         "biLM): no ELMo is installed offline.")
-    if cfg.init_checkpoint and cfg.preset:
-        raise SystemExit("Pass --init_checkpoint or --preset for --model=elmo, not both.")
-    if cfg.max_seq_length < 3:
-        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} leaves no word: ELMo's rows "
-                         "are <S> words </S>.")
-    if cfg.init_checkpoint and not cfg.init_checkpoint.endswith(".keras"):
-        elmo_checkpoint_files(cfg.init_checkpoint)  # fails now, not after reading the data
-    return dataclasses.replace(cfg, elmo_lstm_units=cfg.elmo_lstm_units or DEFAULT_LSTM_UNITS)
-
-
-def build_elmo_backbone(cfg):
-    """The biLM ELMo's task models freeze: bilm-tf files, a `.keras` ELMo model, or a preset."""
-    from keras_bert_impl.elmo import ElmoBackbone
-    from keras_bert_impl.elmo import elmo_preset
-    from keras_bert_impl.elmo import load_elmo_checkpoint
-    from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
-
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
-    if not cfg.init_checkpoint:
-        say(f"Warning: --model=elmo from --preset={cfg.preset}: a randomly initialized biLM, "
-            "frozen, gives random features (smoke tests only).")
-        return ElmoBackbone.from_config_object(elmo_preset(cfg.preset), dtype=dtype)
-    if cfg.init_checkpoint.endswith(".keras"):
-        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
-        backbone = model if isinstance(model, ElmoBackbone) else getattr(model, "backbone", None)
-        if not isinstance(backbone, ElmoBackbone):
-            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
-                             "no ELMo biLM.")
-        # A stateless copy in this run's dtype (the task model freezes it).
-        rebuilt = ElmoBackbone.from_config_object(backbone.elmo_config, dtype=dtype)
-        source = elmo_hdf5_variables(backbone)
-        for name, variable in elmo_hdf5_variables(rebuilt).items():
-            variable.assign(source[name])
-        return rebuilt
-    options, weights = elmo_checkpoint_files(cfg.init_checkpoint)
-    return load_elmo_checkpoint(options, weights, dtype=dtype)
-
-
-def build_gpt_backbone(cfg, vocab_size):
-    """The GPT backbone with `_start_`, `_delimiter_`, `_classify_` at rows
-    `vocab_size` .. `vocab_size + 2` (`vocab_size`: the tokenizer's)."""
-    from keras_bert_impl.gpt import GptBackbone
-    from keras_bert_impl.gpt import gpt_preset
-    from keras_bert_impl.gpt import grow_vocabulary
-
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
-    if not cfg.init_checkpoint:
-        config = gpt_preset(cfg.preset).replace(vocab_size=vocab_size)
-        return grow_vocabulary(GptBackbone.from_config_object(config, dtype=dtype), 3)
-    if os.path.isdir(cfg.init_checkpoint):
-        from keras_bert_impl.gpt import load_gpt_checkpoint
-
-        backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
-    else:
-        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
-        backbone = model if isinstance(model, GptBackbone) else getattr(model, "backbone", None)
-        if not isinstance(backbone, GptBackbone):
-            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
-                             "no GPT backbone.")
-        if dtype and backbone.dtype_policy.name != dtype:
-            rebuilt = GptBackbone.from_config_object(backbone.gpt_config, dtype=dtype)
-            rebuilt.set_weights(backbone.get_weights())
-            backbone = rebuilt
-    # 3 new rows; 4 when the tokenizer added the "<unk>" the checkpoint lacks;
-    # none when the checkpoint was fine-tuned already and holds the three.
-    missing = vocab_size + 3 - backbone.vocab_size
-    if missing not in (0, 3, 4):
-        raise SystemExit(f"{cfg.init_checkpoint} has {backbone.vocab_size} token rows but "
-                         f"{cfg.vocab_file} holds {vocab_size} tokens: pass the checkpoint's own "
-                         "vocab.json and merges.txt.")
-    return grow_vocabulary(backbone, missing) if missing else backbone
-
-
 def build_backbone(cfg, vocab_size):
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import preset
     from keras_bert_impl.checkpoints import load_backbone
     from keras_bert_impl.models import BertBiLstmBackbone
+    from training.finetune_elmo import build_elmo_backbone
+    from training.finetune_gpt import build_gpt_backbone
 
     if cfg.model == "gpt":
         return build_gpt_backbone(cfg, vocab_size)
@@ -505,6 +352,8 @@ def _fine_tune(cfg, started):
         learning_rate=cfg.learning_rate, warmup_steps=warmup,
         weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
     if cfg.model == "gpt":
+        from training.finetune_gpt import GPT_ADAM_EPSILON
+
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
     with strategy.scope():
         model = task.build_model(build_backbone(cfg, getattr(tokenizer, "vocab_size", None)))

@@ -1,0 +1,213 @@
+"""GPT's side of fine-tuning (`training.finetune --model=gpt`): defaults, checkpoint, tasks.
+
+Everything `--model=gpt` does differently from BERT's fine-tuning, in one
+place: the original `train.py` defaults (`GPT_*`), `resolve_gpt` (its
+refusals; vocab.json and merges.txt located), `build_gpt_backbone` (the
+checkpoint or preset with `_start_`, `_delimiter_`, `_classify_` appended)
+and the tasks (`GptGlueTask`, `GptNerTask`, `GptSwagTask`; SQuAD is BERT's
+only). The tasks are BERT's (`training.finetune_tasks`) with GPT's input
+transformations (`keras_bert_impl.gpt.gpt_inputs`) and task models: the files
+are read, scored and written the same way.
+
+`training.finetune` and `training.finetune_tasks` dispatch here for
+`--model=gpt` and import this module lazily, inside the dispatching
+functions: it imports their base classes at the top.
+"""
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
+from keras_bert_impl.gpt.gpt_inputs import entailment_inputs
+from keras_bert_impl.gpt.gpt_inputs import multiple_choice_inputs
+from keras_bert_impl.gpt.gpt_inputs import similarity_inputs
+from keras_bert_impl.gpt.gpt_inputs import text_inputs
+from keras_bert_impl.gpt.gpt_task_models import GptClassifier
+from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
+from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
+from tasks import glue
+from tasks import swag
+from training.finetune_tasks import GlueTask
+from training.finetune_tasks import NerTask
+from training.finetune_tasks import SwagTask
+from training.finetune_tasks import _glue_labels
+
+# `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
+# 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),
+# 3 epochs, clip 1.0 and weight decay 0.01 on matrices (`l2`) are BERT's too.
+GPT_LEARNING_RATE = 6.25e-5
+GPT_WARMUP_PROPORTION = 0.002
+GPT_LM_COEF = 0.5
+GPT_ADAM_EPSILON = 1e-8
+
+# The GLUE tasks GPT reads with its similarity transformation (both orders,
+# final states added): the GPT paper's semantic-similarity tasks (Sec. 4.1:
+# MRPC, QQP, STS-B). Its other pair tasks use the entailment layout.
+GPT_SIMILARITY_TASKS = ("MRPC", "QQP", "STS-B")
+
+
+def resolve_gpt(cfg):
+    """`--model=gpt`: its defaults filled in; checkpoint, vocab.json and merges.txt located."""
+    from keras_bert_impl.gpt import GPT_PRESETS
+
+    if cfg.task == "squad":
+        raise SystemExit("--task=squad is BERT's only: the GPT paper fine-tunes no span "
+                         "question answering. Use --model=bert.")
+    if cfg.preset and cfg.preset not in GPT_PRESETS:
+        raise SystemExit(f"--preset={cfg.preset!r} is not a GPT preset: use one of "
+                         f"{sorted(GPT_PRESETS)}.")
+    if not cfg.init_checkpoint and not cfg.preset:
+        raise SystemExit("--model=gpt needs --init_checkpoint (a Hugging Face openai-gpt folder "
+                         "or one of our .keras files) or --preset=gpt_tiny|gpt_mini|gpt (random "
+                         "initialization): no GPT checkpoint is installed offline.")
+    changes = {"lm_coef": GPT_LM_COEF} if cfg.lm_coef < 0 else {}
+    beside = [os.path.dirname(cfg.vocab_file)] if cfg.vocab_file else []
+    if cfg.init_checkpoint:
+        checkpoint = cfg.init_checkpoint
+        beside.append(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))
+    for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
+        if not getattr(cfg, field):
+            found = [os.path.join(d, name) for d in beside if os.path.exists(os.path.join(d, name))]
+            if not found:
+                raise SystemExit(f"No {name} beside --vocab_file or --init_checkpoint: pass "
+                                 f"--{field} (GPT reads vocab.json and merges.txt).")
+            changes[field] = found[0]
+    return dataclasses.replace(cfg, **changes)
+
+
+def build_gpt_backbone(cfg, vocab_size):
+    """The GPT backbone with `_start_`, `_delimiter_`, `_classify_` at rows
+    `vocab_size` .. `vocab_size + 2` (`vocab_size`: the tokenizer's)."""
+    from keras_bert_impl.gpt import GptBackbone
+    from keras_bert_impl.gpt import gpt_preset
+    from keras_bert_impl.gpt import grow_vocabulary
+
+    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    if not cfg.init_checkpoint:
+        config = gpt_preset(cfg.preset).replace(vocab_size=vocab_size)
+        return grow_vocabulary(GptBackbone.from_config_object(config, dtype=dtype), 3)
+    if os.path.isdir(cfg.init_checkpoint):
+        from keras_bert_impl.gpt import load_gpt_checkpoint
+
+        backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
+    else:
+        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
+        backbone = model if isinstance(model, GptBackbone) else getattr(model, "backbone", None)
+        if not isinstance(backbone, GptBackbone):
+            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
+                             "no GPT backbone.")
+        if dtype and backbone.dtype_policy.name != dtype:
+            rebuilt = GptBackbone.from_config_object(backbone.gpt_config, dtype=dtype)
+            rebuilt.set_weights(backbone.get_weights())
+            backbone = rebuilt
+    # 3 new rows; 4 when the tokenizer added the "<unk>" the checkpoint lacks;
+    # none when the checkpoint was fine-tuned already and holds the three.
+    missing = vocab_size + 3 - backbone.vocab_size
+    if missing not in (0, 3, 4):
+        raise SystemExit(f"{cfg.init_checkpoint} has {backbone.vocab_size} token rows but "
+                         f"{cfg.vocab_file} holds {vocab_size} tokens: pass the checkpoint's own "
+                         "vocab.json and merges.txt.")
+    return grow_vocabulary(backbone, missing) if missing else backbone
+
+
+class GptGlueTask(GlueTask):
+    """`--model=gpt --task=glue/<name>`: GLUE read with GPT's input transformations.
+
+    One text: `_start_ s _classify_`; MRPC, QQP and STS-B: both orders of
+    the pair, `(N, 2, S)`, into `GptClassifier(similarity=True)`; the other
+    pair tasks: `_start_ a _delimiter_ b _classify_`. Long inputs are
+    truncated (longer part first); no windows.
+    """
+
+    def __init__(self, cfg, tokenizer, name):
+        if cfg.window_stride:
+            raise SystemExit("--window_stride reads long GLUE inputs in windows for BERT only; "
+                             "with --model=gpt they are truncated, as the original. Leave it 0.")
+        super().__init__(cfg, tokenizer, name)
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+        self.similarity = self.task.name in GPT_SIMILARITY_TASKS
+
+    def _encode(self, examples):
+        encode, special, length = self.tokenizer.encode, self.special, self.cfg.max_seq_length
+        texts_a = [encode(e.text_a) for e in examples]
+        if len(self.task.text_columns) == 1:
+            x = text_inputs(texts_a, special, length)
+        else:
+            texts_b = [encode(e.text_b or "") for e in examples]
+            pack = similarity_inputs if self.similarity else entailment_inputs
+            x = pack(texts_a, texts_b, special, length)
+        return glue.EncodedExamples(x, _glue_labels(examples, self.task.labels),
+                                    np.arange(len(examples), dtype=np.int32))
+
+    def build_model(self, backbone):
+        return GptClassifier(backbone, len(self.task.labels) if self.task.labels else 1,
+                             self.special.classify, similarity=self.similarity,
+                             lm_coef=self.cfg.lm_coef)
+
+
+class _GptPieces:
+    """GPT's BPE in the shape `tasks.conll.encode_sentences` reads a tokenizer.
+
+    Each word's pieces are its BPE ids; the row is `_start_ pieces
+    _classify_` (GPT's single-text layout) where BERT has `[CLS] pieces
+    [SEP]`; padding is id 0 (masked out).
+    """
+
+    def __init__(self, tokenizer, special):
+        self.encode = tokenizer.encode
+        self.cls_token_id = special.start
+        self.sep_token_id = special.classify
+        self.pad_token_id = 0
+        # A word that encodes to nothing still needs a position for its label.
+        self.unk_token_id = getattr(tokenizer, "unk_token_id", special.delimiter)
+
+    def tokenize(self, word):
+        return self.encode(word)
+
+    def convert_tokens_to_ids(self, ids):
+        return list(ids)
+
+
+class GptNerTask(NerTask):
+    """`--model=gpt --task=ner`: CoNLL read as BERT's, rows `_start_ pieces _classify_`,
+    tagged by `GptTokenTagger` (left context only)."""
+
+    def __init__(self, cfg, tokenizer):
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+        super().__init__(cfg, _GptPieces(tokenizer, self.special))
+
+    def _encode(self, split):
+        encoded = super()._encode(split)
+        if "input_type_ids" in encoded.x:  # GPT has no segments
+            encoded = dataclasses.replace(encoded, x={
+                k: v for k, v in encoded.x.items() if k != "input_type_ids"})
+            self._encoded[split] = encoded
+        return encoded
+
+    def build_model(self, backbone):
+        return GptTokenTagger(backbone, len(self.label_list), lm_coef=self.cfg.lm_coef)
+
+
+class GptSwagTask(SwagTask):
+    """`--model=gpt --task=swag`: each ending is a row `_start_ sent1
+    _delimiter_ sent2 ending_k _classify_` (GPT's multiple-choice layout,
+    split as BERT's: sent2 goes with the ending it begins), `(N, 4, S)`."""
+
+    def __init__(self, cfg, tokenizer):
+        super().__init__(cfg, tokenizer)
+        self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
+
+    def _encode(self, examples):
+        encode = self.tokenizer.encode
+        contexts = [encode(e.context) for e in examples]
+        choices = [[encode(f"{e.start} {ending}") for ending in e.endings] for e in examples]
+        x = multiple_choice_inputs(contexts, choices, self.special, self.cfg.max_seq_length)
+        labeled = examples and examples[0].label is not None
+        y = np.asarray([e.label for e in examples], np.int32) if labeled else None
+        return swag.EncodedSwag(x, y)
+
+    def build_model(self, backbone):
+        return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
