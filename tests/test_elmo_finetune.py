@@ -362,7 +362,7 @@ def test_word_rows_become_elmo_char_ids(tmp_path):
     `<S> words </S>` whose character ids are `batch_char_ids`' exactly; long
     texts are truncated to max_seq_length - 2 words."""
     from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-    from training.finetune_tasks import make_task
+    from training.finetune_elmo import make_elmo_task as make_task
 
     rte = tmp_path / "RTE"
     rte.mkdir()
@@ -457,7 +457,7 @@ def test_finetune_elmo_refuses_clearly(tmp_path, changes, message):
 
 
 def test_glue_windows_are_refused(tmp_path):
-    from training.finetune_tasks import make_task
+    from training.finetune_elmo import make_elmo_task as make_task
 
     cfg = FinetuneConfig(model="elmo", task="glue/sst2", data_dir=str(tmp_path), window_stride=8)
     with pytest.raises(SystemExit, match="--window_stride"):

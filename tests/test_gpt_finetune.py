@@ -418,7 +418,7 @@ def test_finetune_gpt_end_to_end(tmp_path):
 def test_gpt_encodings_of_the_task_readers(tmp_path):
     """SWAG, NER and an entailment GLUE task through `make_task`, with a stand-in tokenizer."""
     from training.finetune import FinetuneConfig
-    from training.finetune_tasks import make_task
+    from training.finetune_gpt import make_gpt_task as make_task
 
     class Words:
         vocab_size = 50

@@ -319,10 +319,12 @@ def _fine_tune(cfg, started):
 
     if cfg.model == "gpt":
         from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+        from training.finetune_gpt import make_gpt_task as make_task
 
         tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
     elif cfg.model == "elmo":
         from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+        from training.finetune_elmo import make_elmo_task as make_task
 
         tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
     else:

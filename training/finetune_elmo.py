@@ -300,3 +300,13 @@ class ElmoNerTask(_ElmoTask, NerTask):
     def build_model(self, backbone):
         return ElmoTokenTagger(backbone, len(self.label_list),
                                lstm_units=self.cfg.elmo_lstm_units)
+
+
+def make_elmo_task(cfg, tokenizer):
+    """The task object for `--model=elmo` (`glue/<name>` or `ner`)."""
+    if cfg.task.startswith("glue/"):
+        return ElmoGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    if cfg.task != "ner":
+        raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
+                         f"({', '.join(sorted(glue.TASKS))}) or ner.")
+    return ElmoNerTask(cfg, tokenizer)

@@ -211,3 +211,14 @@ class GptSwagTask(SwagTask):
 
     def build_model(self, backbone):
         return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
+
+
+def make_gpt_task(cfg, tokenizer):
+    """The task object for `--model=gpt` (`glue/<name>`, `ner` or `swag`)."""
+    if cfg.task.startswith("glue/"):
+        return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    tasks = {"ner": GptNerTask, "swag": GptSwagTask}
+    if cfg.task not in tasks:
+        raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "
+                         f"({', '.join(sorted(glue.TASKS))}), ner or swag.")
+    return tasks[cfg.task](cfg, tokenizer)

@@ -24,10 +24,10 @@ CoNLL are read the same way too; the rows are whole words (`<S> words
 and turned into character ids batch by batch (`ElmoGlueTask`, `ElmoNerTask`
 in `training/finetune_elmo.py`; no SQuAD or SWAG).
 
-This file holds BERT's tasks, the helpers all tasks share, and `make_task`,
-which hands `--model=gpt` and `--model=elmo` to those two files, importing
-them lazily (they import the classes here). The data and metrics live in
-`tasks/`; this file only wires them together.
+This file holds BERT's tasks, the helpers all tasks share, and BERT's
+`make_task`; GPT's and ELMo's tasks build on these classes in those two
+files (`make_gpt_task`, `make_elmo_task`), which this file never imports.
+The data and metrics live in `tasks/`; this file only wires them together.
 """
 
 import glob
@@ -374,29 +374,11 @@ class SwagTask:
 
 
 def make_task(cfg, tokenizer):
-    """The task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`) and `--model`."""
-    if cfg.model == "elmo":
-        from training.finetune_elmo import ElmoGlueTask
-        from training.finetune_elmo import ElmoNerTask
+    """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`).
 
-        if cfg.task.startswith("glue/"):
-            return ElmoGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
-        if cfg.task != "ner":
-            raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
-                             f"({', '.join(sorted(glue.TASKS))}) or ner.")
-        return ElmoNerTask(cfg, tokenizer)
-    if cfg.model == "gpt":
-        from training.finetune_gpt import GptGlueTask
-        from training.finetune_gpt import GptNerTask
-        from training.finetune_gpt import GptSwagTask
-
-        if cfg.task.startswith("glue/"):
-            return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
-        tasks = {"ner": GptNerTask, "swag": GptSwagTask}
-        if cfg.task not in tasks:
-            raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "
-                             f"({', '.join(sorted(glue.TASKS))}), ner or swag.")
-        return tasks[cfg.task](cfg, tokenizer)
+    GPT's and ELMo's are `finetune_gpt.make_gpt_task` and
+    `finetune_elmo.make_elmo_task` (they build on the classes here, so this
+    file imports neither)."""
     if cfg.task.startswith("glue/"):
         return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
     tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}
