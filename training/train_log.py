@@ -10,6 +10,8 @@ class TrainingLog(keras.callbacks.Callback):
     """Every `every_steps` batches: prints one line and writes TensorBoard
     scalars (loss, masked-LM / NSP accuracy, learning rate, sequences/s,
     tokens/s) under `log_dir` (None: console only, as non-chief workers).
+    tokens/s counts `tokens_per_step` (batch x max_seq_length) per step:
+    padding included, and slots that length grouping cut away too.
 
     `fit`'s logs are running means since the epoch (checkpoint interval)
     began; they are shown as such.
