@@ -275,7 +275,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
         f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s), "
         f"checkpoint every {interval}")
     model.fit(dataset, epochs=total_batches // interval, initial_epoch=step // interval,
-              steps_per_epoch=interval, callbacks=[saver, log], verbose=0)
+              steps_per_epoch=interval, callbacks=[saver, log], verbose=0,
+              shuffle=False)  # the dataset orders itself (seeded, resumable)
     return model, model_config, saver.batches or step, saver.bad_loss
 
 
