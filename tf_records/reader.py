@@ -163,8 +163,9 @@ def pretraining_dataset(
             of similar length in a shuffled order and cut each batch to its
             longest row (`length_grouping.group_by_length`): far fewer
             padding tokens, the same records and masks. Sequence length
-            then varies from batch to batch (at most S / 16 shapes), so leave it 0 where XLA needs static shapes (TPUs).
-            0 or 1: off, every batch `S` long.
+            then varies from batch to batch (at most S / 16 shapes), so
+            leave it 0 where XLA needs static shapes (TPUs). 0 or 1: off,
+            every batch `S` long.
     """
     manifest_path = source if os.path.isdir(source) else None
     if source.endswith(".json"):
