@@ -37,6 +37,7 @@ from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
+from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, T=tokens of a row (<S> and </S> included), W=T-2 words, C=characters
@@ -268,8 +269,8 @@ def _check_num_classes(num_classes):
             f"`num_classes` must be an integer >= 1 (1 = regression). Received: {num_classes!r}.")
 
 
-class _ElmoClassifierBase(ElmoTaskModel):
-    """Compile defaults and regression targets, shared by both classifiers."""
+class _ElmoClassifierBase(ClassifierDefaults, ElmoTaskModel):
+    """The head both ELMo classifiers share; they train with Adam, as AllenNLP's configs."""
 
     config_names = ("num_classes", "lstm_units", "hidden_units", "dropout", "l2_coef",
                     "do_layer_norm")
@@ -280,22 +281,7 @@ class _ElmoClassifierBase(ElmoTaskModel):
             logits = keras.ops.squeeze(logits, axis=-1)  # (B,)
         return logits
 
-    def _symbolic_batch(self):
-        x, y, sample_weight = super()._symbolic_batch()
-        if self.num_classes == 1:  # regression: float scores shaped like the output
-            import tensorflow as tf
-
-            y = tf.TensorSpec(self.output.shape, tf.float32)
-        return x, y, sample_weight
-
-    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
-        """Cross-entropy + accuracy (mean squared error for regression), + the mix's L2."""
-        if self.num_classes == 1:
-            loss = loss or keras.losses.MeanSquaredError()
-        else:
-            loss = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            metrics = metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    default_optimizer = "adam"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -27,6 +27,7 @@ from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
+from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
@@ -246,7 +247,7 @@ def _check_choice_inputs(inputs):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GptClassifier(GptTaskModel):
+class GptClassifier(ClassifierDefaults, GptTaskModel):
     """Classification and regression from the state at `_classify_` (GPT Sec. 3.3).
 
     The backbone reads `_start_ text _classify_` or `_start_ a _delimiter_
@@ -326,23 +327,6 @@ class GptClassifier(GptTaskModel):
             logits = keras.ops.squeeze(logits, axis=-1)  # (B,)
         logits = self._auxiliary_lm(logits, out, rows)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-    def _symbolic_batch(self):
-        x, y, sample_weight = super()._symbolic_batch()
-        if self.num_classes == 1:  # regression: float scores shaped like the output
-            import tensorflow as tf
-
-            y = tf.TensorSpec(self.output.shape, tf.float32)
-        return x, y, sample_weight
-
-    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
-        """Cross-entropy + accuracy (MSE for regression), plus `lm_coef` * LM loss."""
-        if self.num_classes == 1:
-            loss = loss or keras.losses.MeanSquaredError()
-        else:
-            loss = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            metrics = metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -6,12 +6,13 @@ from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import backbone_inputs
 from keras_bert_impl.models.bert_task_model import head_initializer
+from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 
 # B=batch, C=classes
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertClassifier(BertTaskModel):
+class BertClassifier(ClassifierDefaults, BertTaskModel):
     """Dropout + Dense on the pooled [CLS] vector (paper Sec. 4.1, Fig. 4a/b).
 
     As the original `run_classifier.create_model`: the pooled output, dropout
@@ -61,20 +62,3 @@ class BertClassifier(BertTaskModel):
         # === Config ===
         self.num_classes = num_classes
         self.dropout = dropout
-
-    def _symbolic_batch(self):
-        x, y, sample_weight = super()._symbolic_batch()
-        if self.num_classes == 1:  # regression: float scores shaped like the output
-            import tensorflow as tf
-
-            y = tf.TensorSpec(self.output.shape, tf.float32)
-        return x, y, sample_weight
-
-    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
-        """Cross-entropy + accuracy (or MSE for regression) by default."""
-        if self.num_classes == 1:
-            loss = loss or keras.losses.MeanSquaredError()
-        else:
-            loss = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            metrics = metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)

@@ -1,0 +1,33 @@
+"""`ClassifierDefaults`: what every family's sentence(-pair) classifier shares.
+
+A mixin placed before the family's task-model base (`BertClassifier`,
+`GptClassifier`, the ELMo classifiers): `num_classes=1` makes a regressor
+(STS-B) whose targets are float scores, trained with mean squared error;
+otherwise sparse cross-entropy on the logits, with accuracy.
+"""
+
+import keras
+
+
+class ClassifierDefaults:
+    """Compile defaults and regression targets for a model with `num_classes`."""
+
+    default_optimizer = "adamw"
+
+    def _symbolic_batch(self):
+        x, y, sample_weight = super()._symbolic_batch()
+        if self.num_classes == 1:  # regression: float scores shaped like the output
+            import tensorflow as tf
+
+            y = tf.TensorSpec(self.output.shape, tf.float32)
+        return x, y, sample_weight
+
+    def compile(self, optimizer=None, loss=None, metrics=None, **kwargs):
+        """Cross-entropy + accuracy, or mean squared error for regression."""
+        if self.num_classes == 1:
+            loss = loss or keras.losses.MeanSquaredError()
+        else:
+            loss = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            metrics = metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer or self.default_optimizer, loss=loss,
+                        metrics=metrics, **kwargs)
