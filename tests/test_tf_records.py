@@ -471,3 +471,76 @@ def test_grouped_batches_keep_every_row_and_cut_per_token_targets():
         assert bx["input_word_ids"].shape[:2] == (by.shape[0], 2)
         longest = int(bx["input_mask"].numpy().sum(-1).max())
         assert bx["input_mask"].shape[-1] == min(seq, -(-longest // 16) * 16)
+
+
+@pytest.mark.parametrize("cross", [True, False])
+def test_sentence_packing_keeps_every_token_in_order(cross):
+    """RoBERTa's FULL-SENTENCES (cross) and DOC-SENTENCES rows: at most the
+    budget, sentences whole unless longer than a row (then split, never cut),
+    every token once and in order; DOC rows never hold two documents, FULL
+    rows join documents only through the separator."""
+    from tf_records.sentence_packing import pack_sentences
+
+    rng = np.random.default_rng(3)
+    sep, budget = -1, 13
+    documents = []
+    for d in range(40):  # ids 1000*d + k: the document is readable from the id
+        sentences, k = [], 0
+        for _ in range(rng.integers(1, 6)):
+            n = int(rng.integers(1, 30))  # some longer than a row
+            sentences.append(list(range(1000 * d + k, 1000 * d + k + n)))
+            k += n
+        documents.append(sentences)
+    rows = list(pack_sentences(documents, budget, cross, sep))
+    assert all(0 < len(r) <= budget for r in rows)
+    assert [t for r in rows for t in r if t != sep] == [
+        t for doc in documents for s in doc for t in s]
+    for row in rows:
+        assert row[0] != sep and row[-1] != sep
+        parts = [[]]
+        for t in row:
+            parts[-1].append(t) if t != sep else parts.append([])
+        assert all(len({t // 1000 for t in part}) == 1 for part in parts)  # one doc per part
+        if not cross:
+            assert len(parts) == 1
+    if cross:
+        assert sum(r.count(sep) for r in rows) > 0
+    # Whole sentences: a row starts at a sentence start unless the sentence is
+    # longer than the budget or continues from the previous row.
+    starts = {s[0] for doc in documents for s in doc}
+    long_pieces = {t for doc in documents for s in doc if len(s) > budget for t in s}
+    assert all(r[0] in starts or r[0] in long_pieces for r in rows)
+
+
+@pytest.mark.parametrize("input_format", ["full_sentences", "doc_sentences"])
+def test_writer_packs_rows_without_nsp(input_format, corpus, tmp_path):
+    """`input_format` rows in the records: [CLS] ... [SEP], one segment, no
+    NSP label, masked as usual; FULL-SENTENCES rows fuller than pairs."""
+    folder = str(tmp_path / input_format)
+    manifest = write_pretraining_data(
+        [corpus], VOCAB, folder, InstanceConfig(input_format=input_format),
+        WriterConfig(dupe_factor=1, documents_per_block=150), progress=False)
+    assert manifest["instance_config"]["input_format"] == input_format
+    r = _records(folder)
+    lengths = r["input_mask"].sum(1)
+    assert (r["input_ids"][:, 0] == CLS).all()
+    real = np.arange(r["input_ids"].shape[1])[None] < lengths[:, None]
+    assert (r["segment_ids"] == 0).all() and (r["next_sentence_labels"] == 0).all()
+    assert ((r["input_mask"] == 1) == real).all()
+    assert (r["masked_lm_weights"].sum(1) > 0).all()
+    unmasked = real.copy()  # the random 10% may draw [SEP] itself: look elsewhere
+    np.put_along_axis(unmasked, r["masked_lm_positions"], False, 1)
+    seps = ((r["input_ids"] == SEP) & unmasked).sum(1)
+    last = np.take_along_axis(r["input_ids"], (lengths - 1)[:, None], 1)[:, 0]
+    assert (last == SEP).all()
+    if input_format == "doc_sentences":  # one document a row: [SEP] only at its end
+        assert (seps == 1).all()
+    else:  # documents joined by an extra [SEP]
+        assert (seps >= 1).all() and (seps > 1).mean() > 0.3
+    pairs = str(tmp_path / "pairs")
+    write_pretraining_data([corpus], VOCAB, pairs, InstanceConfig(),
+                           WriterConfig(dupe_factor=1, documents_per_block=150), progress=False)
+    if input_format == "full_sentences":  # rows fill up (measured 111 vs pairs' 93 of 128)
+        assert lengths.mean() > max(0.8 * 128, _records(pairs)["input_mask"].sum(1).mean())
+    with pytest.raises(ValueError, match="input_format"):
+        InstanceConfig(input_format="full")

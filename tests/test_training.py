@@ -421,3 +421,36 @@ def test_accumulation_lamb_and_steps_per_execution_train(records, tmp_path):
     _, updates = _weights(os.path.join(out, "export", "pretrainer.keras"))
     assert updates == 6
     assert tf.train.latest_checkpoint(os.path.join(out, "checkpoints")).endswith("ckpt-12")
+
+
+def test_roberta_rows_train_masked_lm_only(tmp_path):
+    """`--input_format=full_sentences|doc_sentences` (or records written so):
+    no sentence pairs, so BERT's objective is MLM alone; one fit step on them.
+    Other families refuse the flag."""
+    from keras_bert_impl import BertMaskedLMPretrainer
+    from training.bert_recipe import BertRecipe
+    from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
+
+    folder = str(tmp_path / "records")
+    write_pretraining_data([_text(tmp_path / "text.txt", documents=60)], VOCAB, folder,
+                           InstanceConfig(max_seq_length=64, max_predictions_per_seq=10,
+                                          input_format="doc_sentences"),
+                           WriterConfig(dupe_factor=1), progress=False)
+    assert BertRecipe(PretrainConfig(input_format="full_sentences")).ablation == "no_nsp"
+    assert BertRecipe(PretrainConfig(input_format="full_sentences", ablation="ltr")).ablation == "ltr"
+    cfg = PretrainConfig(input=folder, vocab_file=VOCAB, max_seq_length=64,
+                         max_predictions_per_seq=10)
+    recipe = BertRecipe(cfg)
+    assert recipe.ablation == ""
+    train_source, _, _ = recipe.prepare_data()
+    assert recipe.ablation == "no_nsp"  # the manifest says doc_sentences
+    model, model_config = recipe.build_model(recipe.vocab_size(train_source, VOCAB))
+    assert isinstance(model, BertMaskedLMPretrainer)
+    x, y, w = next(iter(recipe.dataset(train_source, 4, model_config)))
+    assert set(y) == {"masked_lm"} and (x["input_type_ids"].numpy() == 0).all()
+    model.compile(optimizer="adam")
+    assert np.isfinite(model.fit(recipe.dataset(train_source, 4, model_config), steps_per_epoch=1,
+                                 verbose=0).history["loss"][0])
+    with pytest.raises(SystemExit, match="input_format"):
+        make_recipe(PretrainConfig(model="gpt", input_format="full_sentences"))

@@ -33,6 +33,11 @@ flags.DEFINE_bool("unmasked", False,
 flags.DEFINE_bool("original_rng", False,
                   "Mask with the original's per-token random draws (one block then reproduces "
                   "its records exactly); slower than the default vectorized masking.")
+flags.DEFINE_enum("input_format", "segment_pair",
+                  ["segment_pair", "full_sentences", "doc_sentences"],
+                  "segment_pair: BERT's A [SEP] B pairs with NSP labels. RoBERTa's inputs without "
+                  "NSP: full_sentences (rows of whole sentences, crossing documents after an extra "
+                  "[SEP]) or doc_sentences (never crossing a document).")
 flags.DEFINE_integer("documents_per_block", 2000, "Documents per block (= per shard).")
 flags.DEFINE_integer("num_workers", 1, "Worker processes.")
 
@@ -60,6 +65,7 @@ def main(argv):
             random_token_excludes_special=FLAGS.random_token_excludes_special,
             unmasked=FLAGS.unmasked,
             original_rng=FLAGS.original_rng,
+            input_format=FLAGS.input_format,
         ),
         WriterConfig(
             dupe_factor=FLAGS.dupe_factor,

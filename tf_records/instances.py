@@ -21,6 +21,13 @@ import dataclasses
 import itertools
 import random
 
+# What one row holds: BERT's segment pair with an NSP label, or RoBERTa's
+# rows of whole sentences without NSP (`sentence_packing.py`).
+SEGMENT_PAIR = "segment_pair"
+FULL_SENTENCES = "full_sentences"
+DOC_SENTENCES = "doc_sentences"
+INPUT_FORMATS = (SEGMENT_PAIR, FULL_SENTENCES, DOC_SENTENCES)
+
 
 @dataclasses.dataclass(frozen=True)
 class InstanceConfig:
@@ -40,8 +47,12 @@ class InstanceConfig:
     # script's exact records, ~3x slower. Otherwise instances come out
     # unmasked and the writer masks a whole block at once (`masking.py`).
     original_rng: bool = False
+    input_format: str = SEGMENT_PAIR  # one of INPUT_FORMATS
 
     def __post_init__(self):
+        if self.input_format not in INPUT_FORMATS:
+            raise ValueError(f"`input_format` must be one of {', '.join(INPUT_FORMATS)}. "
+                             f"Received: {self.input_format!r}.")
         if self.max_seq_length < 5:
             raise ValueError(f"`max_seq_length` must be >= 5. Received: {self.max_seq_length}.")
         if not 0 < self.masked_lm_prob < 1:

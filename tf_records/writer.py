@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from tf_records.instances import SEGMENT_PAIR
 from tf_records.instances import InstanceConfig
 from tf_records.instances import VocabInfo
 from tf_records.instances import create_instances
@@ -39,6 +40,7 @@ from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import RecordSchema
 from tf_records.schema import encode_examples
 from tf_records.schema import file_sha256
+from tf_records.sentence_packing import create_packed_instances
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,8 +120,9 @@ def _write_block(job):
     # corpus that fits one block gives the original script's instances.
     seed = writer_config.random_seed if index == 0 else f"{writer_config.random_seed}-{index}"
     rng = random.Random(seed)
-    instances = create_instances(
-        documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
+    make = create_instances if instance_config.input_format == SEGMENT_PAIR else (
+        create_packed_instances)
+    instances = make(documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
     input_ids, input_mask, segment_ids, next_labels = pack_instances(
         instances, instance_config.max_seq_length)
     if instance_config.unmasked or instance_config.original_rng:

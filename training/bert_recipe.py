@@ -6,6 +6,10 @@ The paper's Table 5 ablations are options of this recipe (`--ablation`):
 "" (MLM + NSP, the paper's model), "no_nsp" (MLM only, segment-pair input
 kept) and "ltr" (LTR & No NSP: a causal mask, next-token loss on every
 position, no [MASK], from the same records with the masks undone).
+
+RoBERTa's inputs (`--input_format=full_sentences|doc_sentences`) have no
+sentence pairs, so the paper's objective becomes MLM only on them (the
+"no_nsp" pretrainer); the ablations apply as they are.
 """
 
 import dataclasses
@@ -28,14 +32,21 @@ class BertRecipe:
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
+        from tf_records.instances import INPUT_FORMATS
+
+        if cfg.input_format not in INPUT_FORMATS:
+            raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
+                             f"{', '.join(INPUT_FORMATS)}.")
         self.cfg = cfg
         self.preset = cfg.preset
+        self.ablation = _objective(cfg.ablation, cfg.input_format)
 
     def prepare_data(self):
         """-> (train records source, held-out source or None, vocab file or None)."""
         cfg = self.cfg
         given = records_input(cfg)
         if given:
+            self.ablation = _objective(cfg.ablation, _records_format(given[0]))
             return given
         from tf_records.instances import InstanceConfig
         from tf_records.writer import WriterConfig
@@ -59,7 +70,7 @@ class BertRecipe:
         instance_config = InstanceConfig(
             max_seq_length=cfg.max_seq_length,
             max_predictions_per_seq=cfg.max_predictions_per_seq,
-            do_whole_word_mask=cfg.do_whole_word_mask)
+            do_whole_word_mask=cfg.do_whole_word_mask, input_format=cfg.input_format)
         sources = {}
         for side, files, dupe in (("train", train_files, cfg.dupe_factor),
                                   ("heldout", heldout_files, 1)):
@@ -112,9 +123,9 @@ class BertRecipe:
             raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
                              f"max_position_embeddings={config.max_position_embeddings}.")
         dtype = "mixed_bfloat16" if cfg.mixed_precision else None
-        backbone = BertBackbone.from_bert_config(config, causal=cfg.ablation == "ltr", dtype=dtype)
+        backbone = BertBackbone.from_bert_config(config, causal=self.ablation == "ltr", dtype=dtype)
         pretrainer = {"": BertPretrainer, "no_nsp": BertMaskedLMPretrainer,
-                      "ltr": BertCausalLMPretrainer}[cfg.ablation]
+                      "ltr": BertCausalLMPretrainer}[self.ablation]
         return pretrainer(backbone), config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
@@ -133,10 +144,10 @@ class BertRecipe:
             source, batch_size, schema=schema, input_context=input_context,
             shuffle_buffer=cfg.shuffle_buffer if shuffle else 0, seed=cfg.seed, repeat=repeat,
             model_config=model_config, start_batch=start_batch, length_grouping=length_grouping)
-        if cfg.ablation == "no_nsp":
+        if self.ablation == "no_nsp":
             ds = ds.map(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
                                          {"masked_lm": w["masked_lm"]}))
-        elif cfg.ablation == "ltr":
+        elif self.ablation == "ltr":
             from tf_records.reader import to_left_to_right
 
             ds = ds.map(to_left_to_right)
@@ -154,12 +165,12 @@ class BertRecipe:
             heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
                                    repeat=False, shuffle=False)
             train = self.dataset(train_source, 256, model_config, repeat=False, shuffle=False)
-            if cfg.ablation == "ltr":
+            if self.ablation == "ltr":
                 results = next_token_report(model, heldout, train, model_config.vocab_size)
             else:
                 results = evaluate(model, heldout, train, model_config.vocab_size)
         text = heldout_text(cfg)
-        if cfg.ablation != "ltr" and vocab_file and cfg.fill_mask_examples and text:
+        if self.ablation != "ltr" and vocab_file and cfg.fill_mask_examples and text:
             for sentence, truth, guesses in fill_mask_examples(
                     model, vocab_file, cfg, text, cfg.fill_mask_examples):
                 say(f"  {sentence}\n    [MASK] = {truth!r}; model guesses {guesses}")
@@ -177,3 +188,20 @@ class BertRecipe:
         return (f"SavedModel (signatures {signatures}) -> "
                 f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
                 f"{os.path.join(export_dir, 'pretrainer.keras')}")
+
+
+def _objective(ablation, input_format):
+    """The pretrainer's objective: rows without sentence pairs have no NSP."""
+    if input_format != "segment_pair" and not ablation:
+        say(f"{input_format} rows have no sentence pairs: MLM only (no NSP), as RoBERTa.")
+        return "no_nsp"
+    return ablation
+
+
+def _records_format(source):
+    """The `input_format` a records folder or manifest was written with."""
+    if not (os.path.isdir(source) or source.endswith(".json")):
+        return "segment_pair"  # bare shards (e.g. the original script's): pairs
+    from tf_records.reader import read_manifest
+
+    return read_manifest(source).get("instance_config", {}).get("input_format", "segment_pair")

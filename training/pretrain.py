@@ -52,6 +52,7 @@ class PretrainConfig:
     max_predictions_per_seq: int = 20
     dupe_factor: int = 5
     do_whole_word_mask: bool = False
+    input_format: str = "segment_pair"
     global_batch_size: int = 32
     shuffle_buffer: int = 10_000
     length_grouping: int = 16
@@ -104,6 +105,10 @@ HELP = {
     "max_predictions_per_seq": "Masked positions per sequence (BERT).",
     "dupe_factor": "Passes over the text when writing TFRecords, each with new masks.",
     "do_whole_word_mask": "Mask whole words.",
+    "input_format": "BERT's records: segment_pair (A [SEP] B, NSP labels: the paper's), or "
+                    "RoBERTa's rows of whole sentences without NSP (its loss is then MLM only): "
+                    "full_sentences (crossing documents after an extra [SEP]) or doc_sentences "
+                    "(never crossing a document).",
     "global_batch_size": "Sequences per step over all replicas (ELMo: streams, each row "
                          "continuing its own text from batch to batch).",
     "shuffle_buffer": "Records in the shuffle buffer; 0 reads files and records in order.",
@@ -186,6 +191,9 @@ def with_model_defaults(cfg):
 
 def make_recipe(cfg):
     """The model family's recipe: data, model, loss, evaluation and export."""
+    if cfg.model != "bert" and cfg.input_format != "segment_pair":
+        raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
+                         f"(--model=bert); --model={cfg.model} writes its own.")
     if cfg.model == "bert":
         from training.bert_recipe import BertRecipe
 
@@ -270,7 +278,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
         cfg.global_batch_size * cfg.max_seq_length,
         log_dir=os.path.join(cfg.output_dir, "tensorboard") if checkpoint.is_chief else None)
     what = cfg.config_file or recipe.preset
-    say(f"Training {what} {recipe.name}{f' ({cfg.ablation})' if cfg.ablation else ''} "
+    objective = getattr(recipe, "ablation", cfg.ablation)  # BERT on RoBERTa's rows: no_nsp
+    say(f"Training {what} {recipe.name}{f' ({objective})' if objective else ''} "
         f"({model.count_params():,} parameters) for {total_batches} batches of "
         f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s), "
         f"checkpoint every {interval}")
