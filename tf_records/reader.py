@@ -37,7 +37,8 @@ def check_kind(manifest, kind):
     if found != kind:
         readers = {"bert": "tf_records.reader.pretraining_dataset",
                    "lm": "tf_records.lm_reader.lm_dataset",
-                   "elmo": "tf_records.elmo_reader.elmo_dataset"}
+                   "elmo": "tf_records.elmo_reader.elmo_dataset",
+                   "xlnet": "tf_records.xlnet_reader.xlnet_pretraining_dataset"}
         raise ValueError(
             f"{manifest['folder']} holds {found!r} records, but this reader reads {kind!r} "
             f"records. Read them with {readers.get(found, f'a {found!r} reader')}.")
