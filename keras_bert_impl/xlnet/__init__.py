@@ -1,0 +1,27 @@
+"""XLNet (Yang et al. 2019), with its Transformer-XL backbone."""
+
+from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
+from keras_bert_impl.xlnet.relative_attention import RelativeAttention
+from keras_bert_impl.xlnet.relative_attention import RelativeAttentionBiases
+from keras_bert_impl.xlnet.relative_attention import rel_shift
+from keras_bert_impl.xlnet.relative_positions import RelativePositionEncoding
+from keras_bert_impl.xlnet.relative_positions import relative_position_sequence
+from keras_bert_impl.xlnet.relative_positions import sinusoid_encoding
+from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
+from keras_bert_impl.xlnet.xlnet_attention_masks import XLNetAttentionMasks
+from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
+from keras_bert_impl.xlnet.xlnet_backbone import cache_memory
+from keras_bert_impl.xlnet.xlnet_backbone import check_xlnet_inputs
+from keras_bert_impl.xlnet.xlnet_backbone import xlnet_input_names
+from keras_bert_impl.xlnet.xlnet_block import XLNetBlock
+from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_checkpoint
+from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_pretrainer
+from keras_bert_impl.xlnet.xlnet_checkpoint import save_xlnet_checkpoint
+from keras_bert_impl.xlnet.xlnet_config import XLNET_PRESETS
+from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
+from keras_bert_impl.xlnet.xlnet_config import xlnet_num_parameters
+from keras_bert_impl.xlnet.xlnet_config import xlnet_preset
+from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
+from keras_bert_impl.xlnet.xlnet_tokenizer import XLNET_SPECIAL_IDS
+from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+from keras_bert_impl.xlnet.xlnet_tokenizer import preprocess_text
