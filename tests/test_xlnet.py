@@ -677,3 +677,10 @@ def test_released_folder_layout_is_refused_by_name(tmp_path):
     shutil.copy(os.path.join(GOLDEN, "config.json"), folder / "config.json")
     with pytest.raises(ValueError, match="No model.safetensors"):
         load_xlnet_checkpoint(str(folder))
+
+
+def test_bert_loader_points_an_xlnet_folder_to_its_loader():
+    from keras_bert_impl.checkpoints import load_backbone
+
+    with pytest.raises(ValueError, match="XLNet checkpoint.*load_xlnet_checkpoint"):
+        load_backbone(GOLDEN)

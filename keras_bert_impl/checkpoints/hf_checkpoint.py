@@ -81,6 +81,10 @@ def read_hf_config(folder):
         raise ValueError(
             f"{folder} is an OpenAI GPT checkpoint (model_type 'openai-gpt' in config.json), "
             "not BERT. Load it with keras_bert_impl.gpt.load_gpt_checkpoint.")
+    if model_type == "xlnet":
+        raise ValueError(
+            f"{folder} is an XLNet checkpoint (model_type 'xlnet' in config.json), not BERT. "
+            "Load it with keras_bert_impl.xlnet.load_xlnet_checkpoint.")
     if model_type != "bert":
         raise ValueError(f"{path} has model_type={model_type!r}; only 'bert' is supported.")
     return BertConfig.from_hf_dict(values, source=path)
