@@ -318,6 +318,28 @@ def test_bad_input_file_is_named(tmp_path):
         write_pretraining_data([str(bad)], VOCAB, str(tmp_path / "out"), progress=False)
 
 
+@pytest.mark.parametrize("field", ["dupe_factor", "documents_per_block", "num_workers"])
+def test_writer_config_refuses_zero(field):
+    with pytest.raises(ValueError, match=f"`{field}` must be an integer >= 1.*{field}=0"):
+        WriterConfig(**{field: 0})
+
+
+def test_cli_checks_every_glob_and_flag_before_writing(corpus, tmp_path):
+    """One of several globs matching nothing, or --dupe_factor=0: a clear
+    message and no output folder."""
+    out = tmp_path / "out"
+    base = [sys.executable, "-m", "tf_records.create_pretraining_data", f"--vocab_file={VOCAB}",
+            f"--output_dir={out}"]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    typo = subprocess.run(base + [f"--input_file={corpus},{tmp_path}/nope*.txt"], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    assert typo.returncode != 0 and f"no file matches '{tmp_path}/nope*.txt'" in typo.stderr
+    zero = subprocess.run(base + [f"--input_file={corpus}", "--dupe_factor=0"], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    assert zero.returncode != 0 and "`dupe_factor` must be an integer >= 1" in zero.stderr
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
     corpus = _corpus(tmp_path / "big.txt", documents=3000, seed=1)

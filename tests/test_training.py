@@ -454,3 +454,12 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
                                  verbose=0).history["loss"][0])
     with pytest.raises(SystemExit, match="input_format"):
         make_recipe(PretrainConfig(model="gpt", input_format="full_sentences"))
+
+
+def test_unknown_bert_preset_is_refused_before_anything_is_written(tmp_path):
+    from training.bert_recipe import BertRecipe
+    from training.pretrain import PretrainConfig
+
+    with pytest.raises(SystemExit, match="--preset='nope' is not a BERT size: tiny, mini"):
+        BertRecipe(PretrainConfig(preset="nope", output_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()

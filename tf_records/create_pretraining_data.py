@@ -44,17 +44,27 @@ flags.DEFINE_integer("num_workers", 1, "Worker processes.")
 
 def main(argv):
     del argv
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
     from tf_records.writer import write_pretraining_data
 
+    unmatched = [pattern for pattern in FLAGS.input_file if not glob.glob(pattern)]
+    if unmatched:  # one glob of several matching nothing is a typo, not an empty corpus
+        raise SystemExit(f"--input_file: no file matches {', '.join(map(repr, unmatched))}.")
     files = sorted({f for pattern in FLAGS.input_file for f in glob.glob(pattern)})
-    if not files:
-        raise SystemExit(f"No files match {FLAGS.input_file}.")
+    try:  # flag values are checked before anything is written
+        instance_config, writer_config = _configs()
+    except ValueError as e:
+        raise SystemExit(f"Bad flag value: {e}") from None
     manifest = write_pretraining_data(
-        files,
-        FLAGS.vocab_file,
-        FLAGS.output_dir,
+        files, FLAGS.vocab_file, FLAGS.output_dir, instance_config, writer_config)
+    records = sum(s["records"] for s in manifest["shards"])
+    print(f"Wrote {records} instances in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
+
+
+def _configs():
+    from tf_records.instances import InstanceConfig
+    from tf_records.writer import WriterConfig
+
+    return (
         InstanceConfig(
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
@@ -75,8 +85,6 @@ def main(argv):
             num_workers=FLAGS.num_workers,
         ),
     )
-    records = sum(s["records"] for s in manifest["shards"])
-    print(f"Wrote {records} instances in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,12 @@ class WriterConfig:
     documents_per_block: int = 2000
     num_workers: int = 1
 
+    def __post_init__(self):
+        for name in ("dupe_factor", "documents_per_block", "num_workers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be an integer >= 1. Received: {name}={value!r}.")
+
 
 def read_documents(paths):
     """Yields documents (lists of non-empty lines) from plain or gzip text.

@@ -37,6 +37,11 @@ class BertRecipe:
         if cfg.input_format not in INPUT_FORMATS:
             raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}.")
+        from keras_bert_impl.bert_config import PRESETS
+
+        if not cfg.config_file and cfg.preset not in PRESETS:
+            raise SystemExit(f"--preset={cfg.preset!r} is not a BERT size: "
+                             f"{', '.join(PRESETS)}.")
         self.cfg = cfg
         self.preset = cfg.preset
         self.ablation = _objective(cfg.ablation, cfg.input_format)
