@@ -165,6 +165,13 @@ def test_bad_arguments_are_named(uncased):
         uncased(["a", "b"], ["c"])
     with pytest.raises(ValueError, match="outside the vocabulary"):
         uncased.decode([30522])
+    # encode() as __call__: too short for the special tokens is an error, not
+    # 3 ids for max_length=1 or an IndexError for a pair at max_length=2.
+    with pytest.raises(ValueError, match=r"`max_length` must be an integer >= 2.*max_length=1\b"):
+        uncased.encode("a b", max_length=1)
+    with pytest.raises(ValueError, match=r">= 3: room for \[CLS\] and \[SEP\] twice.*=2\b"):
+        uncased.encode("a", "b", max_length=2)
+    assert len(uncased.encode("a b c", "d e", max_length=np.int64(5))) == 5
 
 
 def test_invalid_utf8_bytes_are_dropped(uncased):

@@ -112,6 +112,8 @@ class BertTokenizer:
     def encode(self, text, text_pair=None, max_length=None):
         """Ids of `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated as the
         original when `max_length` is given; no padding."""
+        if max_length is not None:
+            _check_max_length(max_length, text_pair is not None)
         a = self.convert_tokens_to_ids(self.tokenize(text))
         b = None if text_pair is None else self.convert_tokens_to_ids(self.tokenize(text_pair))
         ids, _ = self._pack(a, b, max_length, truncation=True)
@@ -143,8 +145,7 @@ class BertTokenizer:
         """
         if padding not in PADDING:
             raise ValueError(f"`padding` must be one of {PADDING}. Received: {padding!r}.")
-        if max_length is None or max_length < (3 if text_pairs is not None else 2):
-            raise ValueError(f"`max_length` must leave room for the special tokens. Received: {max_length}.")
+        _check_max_length(max_length, text_pairs is not None)
         texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
         if text_pairs is not None:
             text_pairs = [text_pairs] if isinstance(text_pairs, (str, bytes)) else list(text_pairs)
@@ -186,3 +187,12 @@ class BertTokenizer:
             ids += [*b, self.sep_token_id]
             types += [1] * (len(b) + 1)
         return ids, types
+
+
+def _check_max_length(max_length, pair):
+    """[CLS] A [SEP] needs 2 positions, [CLS] A [SEP] B [SEP] 3."""
+    need = 3 if pair else 2
+    if not isinstance(max_length, (int, np.integer)) or max_length < need:
+        raise ValueError(
+            f"`max_length` must be an integer >= {need}: room for [CLS] and [SEP]"
+            f"{' twice' if pair else ''}. Received: max_length={max_length!r}.")
