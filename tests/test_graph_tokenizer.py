@@ -65,6 +65,12 @@ def test_preprocessor_in_dataset_map():
     assert pairs["input_type_ids"].numpy().tolist() == [[0, 0, 0, 0, 1, 1] + [0] * 6]
     rebuilt = BertPreprocessor.from_config(preprocessor.get_config())
     assert rebuilt.max_length == 12
+    column = preprocessor(tf.constant([["a b"], ["c"]]))  # Keras' (B, 1) text input
+    assert column["input_word_ids"].shape.as_list() == [2, 12]
+    with pytest.raises(ValueError, match=r"one string per example.*Received shape \(2, 2\)"):
+        preprocessor(tf.constant([["a", "b"], ["c", "d"]]))  # was 4 rows for 2 labels
+    with pytest.raises(ValueError, match="`text_pairs` must hold one string per example"):
+        preprocessor((tf.constant(["a", "b"]), tf.constant([["c", "d"], ["e", "f"]])))
 
 
 def test_saved_model_signature_in_fresh_process(tmp_path, graph):

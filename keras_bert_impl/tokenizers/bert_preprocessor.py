@@ -54,11 +54,26 @@ class BertPreprocessor(keras.layers.Layer):
                 )
             texts, pairs = inputs
             return self.tokenizer.pack(
-                self.tokenizer(tf.reshape(texts, [-1])),
-                self.tokenizer(tf.reshape(pairs, [-1])),
+                self.tokenizer(_rows(texts, "texts")),
+                self.tokenizer(_rows(pairs, "text_pairs")),
                 self.max_length,
             )
-        return self.tokenizer.pack(self.tokenizer(tf.reshape(inputs, [-1])), None, self.max_length)
+        return self.tokenizer.pack(self.tokenizer(_rows(inputs, "inputs")), None, self.max_length)
+
+
+def _rows(strings, name):
+    """One string per example: a scalar, `(B,)` or Keras' `(B, 1)`; a wider
+    batch would silently become more rows than labels, so it is refused."""
+    strings = tf.convert_to_tensor(strings)
+    shape = strings.shape
+    if shape.rank is not None and (shape.rank > 2 or (shape.rank == 2 and shape[-1] not in (1, None))):
+        raise ValueError(
+            f"`{name}` must hold one string per example: shape (batch,) or (batch, 1). "
+            f"Received shape {tuple(shape)}.")
+    if shape.rank == 2 and shape[-1] is None:
+        tf.debugging.assert_equal(tf.shape(strings)[-1], 1, message=(
+            f"`{name}` must hold one string per example: shape (batch,) or (batch, 1)."))
+    return tf.reshape(strings, [-1])  # (B,)
 
     def get_config(self):
         config = super().get_config()
