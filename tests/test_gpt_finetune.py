@@ -483,7 +483,7 @@ def test_gpt_backbone_from_checkpoints(backbone, tmp_path):
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(model="xlnet"), "--model='xlnet' is not one of"),
+    (dict(model="t5"), "--model='t5' is not one of"),
     (dict(model="gpt", task="squad"), "squad is BERT's only"),
     (dict(model="gpt"), "needs --init_checkpoint"),
     (dict(model="gpt", preset="tiny"), "not a GPT preset"),

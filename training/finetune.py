@@ -37,10 +37,23 @@ lowercasing) as character ids; `--max_seq_length` counts words with `<S>`
 and `</S>`. GLUE and NER only. `--preset=elmo_tiny` starts from a random
 biLM instead (smoke tests only: frozen random features).
 
+    python -m training.finetune --model=xlnet --task=glue/mrpc --data_dir=glue_data/MRPC \
+        --init_checkpoint=xlnet-base-cased
+
+`--model=xlnet` fine-tunes XLNet (Yang et al. 2019) from a Hugging Face
+xlnet folder (or one of our `.keras` files) with its `spiece.model`, or
+`--preset=xlnet_debug|xlnet_base|xlnet_large` with `--vocab_file`: inputs in
+XLNet's layout (`A <sep> B <sep> <cls>`, `<cls>` last, left padding,
+segments A=0 B=1 CLS=2), the classifier pooling the last position, SQuAD
+as `paragraph <sep> question <sep> <cls>`; the original's settings (GLUE lr
+5e-5, SQuAD and SWAG 2e-5, Adam epsilon 1e-6, no weight decay, 10% warmup);
+cased unless `--do_lower_case` is given.
+
 This file holds the flags, the run and BERT's defaults and backbone;
-`resolve` and `build_backbone` hand `--model=gpt` and `--model=elmo` to
-`training/finetune_gpt.py` and `training/finetune_elmo.py` (their defaults,
-checkpoint lookup, backbones and tasks); the tasks are built by
+`resolve` and `build_backbone` hand `--model=gpt`, `--model=elmo` and
+`--model=xlnet` to `training/finetune_gpt.py`, `training/finetune_elmo.py`
+and `training/finetune_xlnet.py` (their defaults, checkpoint lookup,
+backbones and tasks); the tasks are built by
 `training/finetune_tasks.py`.
 """
 
@@ -54,14 +67,15 @@ import warnings
 
 import keras
 from absl import app
+from absl import flags
 from absl import logging
 
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 
 # `--model=bert` (and GPT: weight decay 0.01): warmup over 10% of the steps,
-# then linear decay. GPT's and ELMo's own defaults: `training.finetune_gpt`
-# and `training.finetune_elmo`.
+# then linear decay. GPT's, ELMo's and XLNet's own defaults:
+# `training.finetune_gpt`, `training.finetune_elmo` and `training.finetune_xlnet`.
 BERT_WARMUP_PROPORTION = 0.1
 BERT_WEIGHT_DECAY = 0.01
 
@@ -104,8 +118,9 @@ class FinetuneConfig:
 
 HELP = {
     "model": "bert, gpt (OpenAI GPT: BPE vocabulary, GPT's input transformations and "
-             "auxiliary LM loss; not for squad) or elmo (ELMo as frozen features: scalar mix + "
-             "BiLSTM task network; glue and ner only).",
+             "auxiliary LM loss; not for squad), elmo (ELMo as frozen features: scalar mix + "
+             "BiLSTM task network; glue and ner only) or xlnet (XLNet: SentencePiece, <cls> "
+             "last, left padding, pooling from the last position; every task).",
     "task": "glue/<cola|sst2|mrpc|qqp|stsb|mnli|qnli|rte|wnli>, squad (v1.1 or v2.0, read from "
             "the files), ner (CoNLL-2003 columns) or swag.",
     "data_dir": "The task's folder: GLUE {train,dev,test}.tsv; SQuAD train-v*.json and "
@@ -117,16 +132,19 @@ HELP = {
                        "package (unless --preset asks for random initialization). ELMo: a folder "
                        "with bilm-tf's options.json and weights.hdf5 (or lm_weights.hdf5, or one "
                        "*weights.hdf5), a weight .hdf5 file with options.json beside it, or a "
-                       ".keras file of an ELMo model.",
-    "vocab_file": "vocab.txt (GPT: vocab.json). Empty: the one beside --init_checkpoint.",
+                       ".keras file of an ELMo model. XLNet: a Hugging Face xlnet folder "
+                       "(config.json, model.safetensors, spiece.model) or a .keras file.",
+    "vocab_file": "vocab.txt (GPT: vocab.json; XLNet: spiece.model). Empty: the one beside "
+                  "--init_checkpoint.",
     "merges_file": "GPT: merges.txt. Empty: the one beside --vocab_file or --init_checkpoint.",
     "do_lower_case": "Lowercase and strip accents (uncased checkpoints). Not for ELMo, which "
-                     "is cased.",
+                     "is cased. XLNet: off unless given (its released models are cased).",
     "preset": "Start from a randomly initialized model of this size instead of a checkpoint "
               "(tiny .. large; GPT: gpt_tiny, gpt_mini, gpt; ELMo: elmo_tiny .. elmo_original, "
-              "a frozen random biLM; for smoke tests).",
-    "max_seq_length": "Tokens per input; 0: 384 for SQuAD, else 128. ELMo: words per text, "
-                      "<S> and </S> included.",
+              "a frozen random biLM; XLNet: xlnet_debug, xlnet_base, xlnet_large; for "
+              "smoke tests).",
+    "max_seq_length": "Tokens per input; 0: 384 for SQuAD (XLNet: 512), else 128. ELMo: words "
+                      "per text, <S> and </S> included.",
     "window_stride": "GLUE and NER: read inputs longer than max_seq_length in windows whose "
                      "starts are this many tokens apart (0: truncate, as the original).",
     "doc_stride": "SQuAD: tokens between the starts of a context's windows.",
@@ -136,11 +154,13 @@ HELP = {
     "batch_size": "Examples per step (the paper: 32).",
     "epochs": "Passes over the training data (the paper: 3).",
     "learning_rate": "Peak learning rate; 0: the task's default (GLUE 5e-5, SQuAD 3e-5, "
-                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5; ELMo 1e-3).",
+                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5; ELMo 1e-3; XLNet GLUE and NER 5e-5, "
+                     "SQuAD and SWAG 2e-5).",
     "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0); "
-                         "negative: the model's default (BERT 0.1, GPT 0.002, ELMo 0).",
+                         "negative: the model's default (BERT and XLNet 0.1, GPT 0.002, "
+                         "ELMo 0).",
     "weight_decay": "Decoupled weight decay (not on LayerNorm or biases); negative: the "
-                    "model's default (BERT and GPT 0.01, ELMo 0: Adam).",
+                    "model's default (BERT and GPT 0.01, ELMo and XLNet 0: Adam).",
     "clip_norm": "Global-norm gradient clipping (0: off); per replica under a strategy, as "
                  "the original on TPU cores.",
     "lm_coef": "GPT: weight of the auxiliary LM loss of the inputs (0: none); negative: 0.5.",
@@ -192,8 +212,12 @@ def resolve(cfg):
                          f"{', '.join(repr(a) for a in ABLATIONS)}.")
     if cfg.ablation and getattr(cfg, "model", "bert") != "bert":
         raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
-    if cfg.model not in ("bert", "gpt", "elmo"):
-        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo.")
+    if cfg.model not in ("bert", "gpt", "elmo", "xlnet"):
+        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
+    if cfg.model == "xlnet":
+        from training.finetune_xlnet import resolve_xlnet
+
+        return resolve_xlnet(cfg)
     kind = "glue" if cfg.task.startswith("glue/") else cfg.task
     changes = {}
     if kind in DEFAULT_LEARNING_RATE:
@@ -244,6 +268,10 @@ def build_backbone(cfg, vocab_size):
         return build_gpt_backbone(cfg, vocab_size)
     if cfg.model == "elmo":
         return build_elmo_backbone(cfg)
+    if cfg.model == "xlnet":
+        from training.finetune_xlnet import build_xlnet_backbone
+
+        return build_xlnet_backbone(cfg, vocab_size)
     dtype = "mixed_bfloat16" if cfg.mixed_precision else None
     # LTR: causal in fine-tuning as in pretraining (the paper: removing the
     # mask at fine-tuning hurt). None keeps the checkpoint's attention.
@@ -282,7 +310,10 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
 
 def main(argv):
     del argv
-    run(from_flags(FinetuneConfig))
+    cfg = from_flags(FinetuneConfig)
+    if cfg.model == "xlnet" and not flags.FLAGS["do_lower_case"].present:
+        cfg = dataclasses.replace(cfg, do_lower_case=False)  # XLNet's models are cased
+    run(cfg)
 
 
 def run(cfg):
@@ -327,6 +358,11 @@ def _fine_tune(cfg, started):
         from training.finetune_elmo import make_elmo_task as make_task
 
         tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
+    elif cfg.model == "xlnet":
+        from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+        from training.finetune_xlnet import make_xlnet_task as make_task
+
+        tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     else:
         tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     try:  # bad input files: the message names the file and line; no traceback
@@ -357,12 +393,19 @@ def _fine_tune(cfg, started):
         from training.finetune_gpt import GPT_ADAM_EPSILON
 
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
+    if cfg.model == "xlnet":
+        from training.finetune_xlnet import XLNET_ADAM_EPSILON
+
+        optimizer_config = dataclasses.replace(optimizer_config, epsilon=XLNET_ADAM_EPSILON)
     with strategy.scope():
         model = task.build_model(build_backbone(cfg, getattr(tokenizer, "vocab_size", None)))
         model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
     if cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu":
         # Batches of similar length cut to their longest row; TPUs want static shapes.
-        from tf_records.length_grouping import grouped_batches
+        if cfg.model == "xlnet":  # left padding: rows are cut from the left
+            from training.finetune_xlnet import grouped_left_padded_batches as grouped_batches
+        else:
+            from tf_records.length_grouping import grouped_batches
 
         train = dict(x=grouped_batches(x, y, sample_weight, cfg.batch_size,
                                        cfg.length_grouping, cfg.seed),
@@ -391,6 +434,11 @@ def _fine_tune(cfg, started):
         from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 
         export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"))
+    elif cfg.model == "xlnet":
+        from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
+
+        export_xlnet_task_saved_model(model, os.path.join(export_dir, "saved_model"),
+                                      cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length)
     else:
         export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
                            cfg.do_lower_case, cfg.max_seq_length)

@@ -21,7 +21,16 @@ from keras_bert_impl.xlnet.xlnet_config import XLNET_PRESETS
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
 from keras_bert_impl.xlnet.xlnet_config import xlnet_num_parameters
 from keras_bert_impl.xlnet.xlnet_config import xlnet_preset
+from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
+from keras_bert_impl.xlnet.xlnet_inputs import multiple_choice_inputs
+from keras_bert_impl.xlnet.xlnet_inputs import text_inputs
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetSequenceSummary
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
+from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
 from keras_bert_impl.xlnet.xlnet_tokenizer import XLNET_SPECIAL_IDS
 from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_tokenizer import preprocess_text

@@ -1,0 +1,79 @@
+"""`export_xlnet_task_saved_model`: a fine-tuned XLNet task model as a SavedModel for TF Serving."""
+
+import tensorflow as tf
+
+from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
+from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetTaskModel
+
+
+def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_case=False,
+                                  max_seq_length=128):
+    """Writes a SavedModel of a fine-tuned XLNet task model for TF Serving.
+
+    Signatures:
+    - `serving_default`: int32 `input_word_ids`, `input_type_ids`,
+      `input_mask` (1 on padding) `(B, S)` (`(B, C, S)` for multiple choice)
+      in XLNet's layout -> the task's outputs (`logits`, or `start_logits`
+      and `end_logits`), float32.
+    - With `spm_file`, not for multiple choice: `serving_text` (`text`
+      `(B,)`) and `serving_text_pair` (`text_a`, `text_b`), tokenized in the
+      graph (`GraphXLNetTokenizer`, the same ids as `XLNetTokenizer`),
+      packed as `A <sep> (B <sep>) <cls>`, cut (longest first) and
+      left-padded to `max_seq_length`; outputs as above plus the packed
+      inputs. For span QA pass the paragraph as `text_a` and the question
+      as `text_b` (XLNet's SQuAD layout); one window, no doc stride.
+
+    Args:
+        model: an `XLNetTaskModel`.
+        export_dir: str. Replaced atomically (written beside it, then renamed).
+        spm_file: str or None. The SentencePiece model; adds the text signatures.
+        do_lower_case: bool. For the text signatures.
+        max_seq_length: int. Packed length of the text signatures.
+
+    Returns:
+        The names of the signatures written.
+    """
+
+
+    if not isinstance(model, XLNetTaskModel):
+        raise ValueError(f"Cannot export {type(model).__name__}: expected an XLNet task model "
+                         "(XLNetClassifier, XLNetQuestionAnswerer, ...).")
+    rank = len(model.input["input_word_ids"].shape)
+    module = tf.Module()
+    module.model = model
+
+    def outputs(inputs):
+        out = model(inputs, training=False)
+        out = out if isinstance(out, dict) else {model.output_name: out}
+        return {name: tf.cast(value, tf.float32) for name, value in out.items()}
+
+    @tf.function(input_signature=[
+        {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}])
+    def serving_default(inputs):
+        return outputs(inputs)
+
+    signatures = {"serving_default": serving_default}
+    if spm_file and rank == 2:
+
+        module.tokenizer = GraphXLNetTokenizer(spm_file, do_lower_case=do_lower_case)
+
+        def text_outputs(text_a, text_b=None):
+            tokenizer = module.tokenizer
+            ids_b = None if text_b is None else tokenizer(text_b)
+            packed = tokenizer.pack(tokenizer(text_a), ids_b, max_seq_length)
+            return {**packed, **outputs(packed)}
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serving_text(text):
+            return text_outputs(text)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                      tf.TensorSpec([None], tf.string, name="text_b")])
+        def serving_text_pair(text_a, text_b):
+            return text_outputs(text_a, text_b)
+
+        signatures.update(serving_text=serving_text, serving_text_pair=serving_text_pair)
+    save_module_atomic(module, export_dir, signatures)
+    return sorted(signatures)

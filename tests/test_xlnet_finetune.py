@@ -1,0 +1,639 @@
+"""XLNet fine-tuning: input layouts, task models against transformers, the entry point."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from helpers import assert_config_round_trip
+from helpers import assert_keras_save_load_equal
+
+from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
+from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_checkpoint
+from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
+from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
+from keras_bert_impl.xlnet.xlnet_inputs import from_bert_layout
+from keras_bert_impl.xlnet.xlnet_inputs import left_pad
+from keras_bert_impl.xlnet.xlnet_inputs import multiple_choice_inputs
+from keras_bert_impl.xlnet.xlnet_inputs import pack_example
+from keras_bert_impl.xlnet.xlnet_inputs import text_inputs
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetSequenceSummary
+from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
+from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+from training.finetune import FinetuneConfig
+from training.finetune import run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DATA = os.path.join(HERE, "data")
+GOLDENS = os.path.join(HERE, "goldens")
+# XLNet's SentencePiece model (4,000 pieces, <cls>=3 <sep>=4 <pad>=5), see
+# make_xlnet_tokenizer_goldens.py.
+SPM = os.path.join(GOLDENS, "xlnet_spm", "spiece.model")
+# transformers' layouts on that model (make_xlnet_layout_goldens.py).
+LAYOUTS = os.path.join(GOLDENS, "xlnet_layout_goldens.json")
+# A random transformers XLNet (vocab 99, d_model 10, 2 heads of 5, d_inner
+# 23, 2 layers) and its task heads' weights and outputs
+# (make_xlnet_task_parity.py).
+PARITY = os.path.join(GOLDENS, "xlnet_task_parity")
+SPECIAL = XLNetSpecialIds(sep=4, cls=3, pad=5)
+NAMES = ("input_word_ids", "input_type_ids", "input_mask")
+TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return XLNetTokenizer(SPM)
+
+
+@pytest.fixture(scope="module")
+def parity():
+    return dict(np.load(os.path.join(PARITY, "heads.npz")))
+
+
+@pytest.fixture
+def backbone():
+    return load_xlnet_checkpoint(PARITY)
+
+
+@pytest.fixture(scope="module")
+def tiny_keras(tmp_path_factory):
+    """A 1-layer XLNet over the 4,000-piece model, as a `.keras` file."""
+    config = XLNetConfig(vocab_size=4000, d_model=12, n_layer=1, n_head=3, d_inner=37)
+    path = str(tmp_path_factory.mktemp("tiny") / "xlnet.keras")
+    XLNetBackbone.from_config_object(config).save(path)
+    keras.backend.clear_session(free_memory=False)
+    return path
+
+
+def _rows(rng, count, length, low=1, high=6):
+    return [rng.integers(9, 99, rng.integers(low, high)).tolist() for _ in range(count)][:length]
+
+
+# --- Layouts ---------------------------------------------------------------------------------
+
+
+def test_layouts_are_transformers_xlnet_tokenizers(tokenizer):
+    """Each golden case: transformers' ids packed by our code equal transformers'
+    packed row (`<cls>` last, left padding, segments, truncation), padding
+    segment 4 where transformers writes 3; our tokenizer gives its ids."""
+    golden = json.load(open(LAYOUTS, encoding="utf-8"))
+    assert golden["special_ids"] == {"sep": 4, "cls": 3, "pad": 5}
+    assert XLNetSpecialIds.of(tokenizer) == SPECIAL
+    for case in golden["cases"]:
+        length = case["max_length"]
+        x = text_inputs([case["ids_a"]], None if case["ids_b"] is None else [case["ids_b"]],
+                        SPECIAL, length)
+        real = np.asarray(case["attention_mask"])
+        np.testing.assert_array_equal(x["input_word_ids"][0], case["input_ids"], str(case))
+        np.testing.assert_array_equal(x["input_mask"][0], 1 - real)
+        np.testing.assert_array_equal(x["input_type_ids"][0],
+                                      np.where(real == 1, case["token_type_ids"], 4))
+        assert (np.asarray(case["token_type_ids"])[real == 0] == 3).all()
+        assert case["input_ids"][-1] == SPECIAL.cls  # <cls> last even when cut
+        assert tokenizer.encode(case["text_a"]) == case["ids_a"]
+        if case["text_b"] is not None:
+            assert tokenizer.encode(case["text_b"]) == case["ids_b"]
+        # The tokenizer's own packing (`XLNetTokenizer.__call__`) agrees.
+        packed = tokenizer(case["text_a"], case["text_b"], max_length=length)
+        for name in NAMES:
+            np.testing.assert_array_equal(packed[name], x[name], name)
+
+
+def test_readers_bert_layout_moves_into_xlnets(tokenizer):
+    """GLUE's reader (BERT's layout, truncation and all) + `from_bert_layout`
+    gives transformers' rows too; an empty B is a single text there, as the
+    original `classifier_utils` (`if example.text_b`)."""
+    from tasks import glue
+    from training.finetune_xlnet import _XLNetPieces
+
+    golden = json.load(open(LAYOUTS, encoding="utf-8"))
+    for case in golden["cases"]:
+        example = glue.InputExample("g-1", case["text_a"], case["text_b"], None)
+        bert = glue.encode_examples([example], _XLNetPieces(tokenizer), ("0",),
+                                    case["max_length"]).x
+        x, source = from_bert_layout(bert, SPECIAL)
+        if case["text_b"] == "":
+            expected = text_inputs([case["ids_a"]], None, SPECIAL, case["max_length"])
+            np.testing.assert_array_equal(x["input_word_ids"], expected["input_word_ids"])
+            continue
+        np.testing.assert_array_equal(x["input_word_ids"][0], case["input_ids"])
+        np.testing.assert_array_equal(x["input_mask"][0], 1 - np.asarray(case["attention_mask"]))
+        # `source` says where each token came from.
+        np.testing.assert_array_equal(
+            np.take_along_axis(bert["input_word_ids"], source, -1)[x["input_mask"] == 0],
+            x["input_word_ids"][x["input_mask"] == 0])
+
+
+def test_layout_details_and_per_position_arrays():
+    rng = np.random.default_rng(0)
+    x = multiple_choice_inputs(_rows(rng, 2, 2), [_rows(rng, 3, 3), _rows(rng, 3, 3)],
+                               SPECIAL, 9)
+    assert x["input_word_ids"].shape == (2, 3, 9)
+    assert {v.dtype for v in x.values()} == {np.dtype("int32")}
+    assert (x["input_word_ids"][..., -1] == SPECIAL.cls).all()
+    assert (x["input_type_ids"][..., -1] == 2).all()
+    # Padding only on the left: the mask never goes 0 -> 1.
+    assert (np.diff(x["input_mask"], axis=-1) <= 0).all()
+    assert ((x["input_word_ids"] == SPECIAL.pad) == (x["input_mask"] == 1)).all()
+    # BERT rows of every length; a per-position array of labels follows its tokens.
+    lengths = np.array([2, 5, 9, 3])
+    bert = {"input_word_ids": rng.integers(9, 99, (4, 9)),
+            "input_type_ids": (np.arange(9)[None] >= lengths[:, None] // 2).astype(int),
+            "input_mask": (np.arange(9)[None] < lengths[:, None]).astype(int)}
+    bert["input_word_ids"][:, 0] = SPECIAL.cls
+    labels = bert["input_word_ids"] * 10  # a label tied to each token
+    out, source = from_bert_layout(bert, SPECIAL)
+    moved = np.take_along_axis(labels, source, -1)
+    for row, n in enumerate(lengths):
+        tokens = bert["input_word_ids"][row]
+        expected = [SPECIAL.pad] * (9 - n) + tokens[1:n].tolist() + [tokens[0]]
+        assert out["input_word_ids"][row].tolist() == expected
+        assert out["input_mask"][row].tolist() == [1] * (9 - n) + [0] * n
+        real = out["input_mask"][row] == 0
+        np.testing.assert_array_equal(moved[row][real], 10 * out["input_word_ids"][row][real])
+        assert out["input_type_ids"][row, -1] == 2 and (out["input_type_ids"][row, :9 - n] == 4).all()
+
+
+def test_layout_errors():
+    with pytest.raises(ValueError, match="max_seq_length"):
+        pack_example([1], [2], SPECIAL, 3)
+    with pytest.raises(ValueError, match="integer token ids"):
+        pack_example(["a"], None, SPECIAL, 8)
+    with pytest.raises(ValueError, match="same number"):
+        multiple_choice_inputs([[1], [2]], [[[3], [4]], [[5]]], SPECIAL, 8)
+    with pytest.raises(ValueError, match="three different"):
+        XLNetSpecialIds(4, 4, 5)
+    with pytest.raises(ValueError, match="1 to max_seq_length"):
+        left_pad([([1, 2, 3], [0, 0, 2])], 2, 5)
+    with pytest.raises(ValueError, match="BERT's layout"):
+        from_bert_layout({"input_word_ids": np.ones((1, 4)), "input_type_ids": np.zeros((1, 4)),
+                          "input_mask": np.array([[0, 1, 1, 1]])}, SPECIAL)
+
+
+# --- Task models -----------------------------------------------------------------------------
+
+
+def _set_summary(model, parity, head):
+    summary = model.sequence_summary.summary
+    summary.kernel.assign(parity[f"{head}/sequence_summary.summary.weight"].T)
+    summary.bias.assign(parity[f"{head}/sequence_summary.summary.bias"])
+    model.output_dense.kernel.assign(parity[f"{head}/logits_proj.weight"].T)
+    model.output_dense.bias.assign(parity[f"{head}/logits_proj.bias"])
+
+
+def test_heads_match_transformers(backbone, parity):
+    """XLNetFor{SequenceClassification, MultipleChoice, TokenClassification,
+    QuestionAnsweringSimple} on a left-padded batch, eval mode."""
+    x = {name: parity[name] for name in NAMES}
+    choices = {name: parity["choice_" + name] for name in NAMES}
+    real = x["input_mask"] == 0
+    errors = {}
+    model = XLNetClassifier(backbone, 3)
+    _set_summary(model, parity, "classifier")
+    errors["classifier"] = np.abs(np.asarray(model(x)) - parity["classifier/logits"]).max()
+    model = XLNetClassifier(backbone, 1)
+    _set_summary(model, parity, "regressor")
+    errors["regressor"] = np.abs(np.asarray(model(x)) - parity["regressor/logits"][:, 0]).max()
+    model = XLNetMultipleChoice(backbone)
+    _set_summary(model, parity, "multiple_choice")
+    errors["multiple_choice"] = np.abs(
+        np.asarray(model(choices)) - parity["multiple_choice/logits"]).max()
+    model = XLNetTokenTagger(backbone, 5)
+    model.output_dense.kernel.assign(parity["tagger/classifier.weight"].T)
+    model.output_dense.bias.assign(parity["tagger/classifier.bias"])
+    errors["tagger"] = np.abs(np.asarray(model(x)) - parity["tagger/logits"])[real].max()
+    model = XLNetQuestionAnswerer(backbone)
+    model.span_dense.kernel.assign(parity["span/qa_outputs.weight"].T)
+    model.span_dense.bias.assign(parity["span/qa_outputs.bias"])
+    out = keras.tree.map_structure(np.asarray, model(x))
+    for name in ("start_logits", "end_logits"):
+        errors[name] = np.abs(out[name] - parity[f"span/{name}"])[real].max()
+        assert (out[name][~real] == -1e30).all()  # padding masked out
+    print({k: f"{v:.2e}" for k, v in errors.items()})
+    assert max(errors.values()) <= TOLERANCE
+    # The logits differ from row to row: the comparison reads every row.
+    assert np.ptp(parity["classifier/logits"], axis=0).min() > 1e-2
+
+
+def test_padding_choices_change_nothing_at_real_positions(backbone, parity):
+    """transformers pads segments with 3, we with 4, the original pads ids with
+    0 where we use <pad>; more left padding shifts every real token: the
+    real positions' outputs stay the same (relative attention, masked padding)."""
+    x = {name: parity[name] for name in NAMES}
+    real = x["input_mask"] == 0
+    tagger = XLNetTokenTagger(backbone, 5)
+    tagger.output_dense.kernel.assign(parity["tagger/classifier.weight"].T)
+    classifier = XLNetClassifier(backbone, 3)
+    _set_summary(classifier, parity, "classifier")  # order-one logits
+    reference = np.asarray(tagger(x))[real]
+    logits = np.asarray(classifier(x))
+    other = {"input_word_ids": np.where(real, x["input_word_ids"], 0),
+             "input_type_ids": np.where(real, x["input_type_ids"], 3),
+             "input_mask": x["input_mask"]}
+    np.testing.assert_allclose(np.asarray(tagger(other))[real], reference, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(classifier(other)), logits, atol=1e-5)
+    wider = {name: np.pad(v, [(0, 0), (4, 0)], constant_values=(5, 4, 1)[i])
+             for i, (name, v) in enumerate(x.items())}
+    np.testing.assert_allclose(np.asarray(tagger(wider))[:, 4:][real], reference, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(classifier(wider)), logits, atol=1e-5)
+    # Segment ids at REAL positions do matter (the check above can fail).
+    swapped = dict(x, input_type_ids=np.where(real, 1 - np.minimum(x["input_type_ids"], 1), 4))
+    assert np.abs(np.asarray(classifier(swapped)) - logits).max() > 1e-2
+
+
+def test_summary_reads_the_last_position(backbone):
+    """The classifier reads `<cls>` (the last state) only: tokens matter
+    through it, and its dropout is the summary's (the training path)."""
+    model = XLNetClassifier(backbone, 2, dropout=0.5)
+    rng = np.random.default_rng(1)
+    x = text_inputs(_rows(rng, 3, 3), _rows(rng, 3, 3), SPECIAL, 11)
+    sequence = np.asarray(backbone({**x, "input_mask": x["input_mask"].astype("float32")},
+                                   training=False)["sequence_output"])
+    dense, summary = model.output_dense, model.sequence_summary.summary
+    pooled = np.tanh(sequence[:, -1] @ np.asarray(summary.kernel) + np.asarray(summary.bias))
+    expected = pooled @ np.asarray(dense.kernel) + np.asarray(dense.bias)
+    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-5)
+    dropped = np.asarray(model.sequence_summary(np.asarray(sequence), training=True))
+    assert (dropped == 0).mean() > 0.2
+    layer = XLNetSequenceSummary(10, 0.2, name="s")
+    rebuilt = assert_config_round_trip(layer)
+    assert (rebuilt.d_model, rebuilt.dropout) == (10, 0.2)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor", "choice", "span", "tagger"])
+def test_config_round_trip_and_keras_file(kind, tmp_path):
+    """Each model rebuilds from its config and reloads from `.keras` to the
+    same outputs (the e2e tests below fit every kind)."""
+    config = XLNetConfig(vocab_size=99, d_model=12, n_layer=1, n_head=3, d_inner=37)
+    backbone = XLNetBackbone.from_config_object(config)
+    rng = np.random.default_rng(2)
+    x = text_inputs(_rows(rng, 3, 3), _rows(rng, 3, 3), SPECIAL, 10)
+    model = {"classifier": lambda: XLNetClassifier(backbone, 3, dropout=0.2),
+             "regressor": lambda: XLNetClassifier(backbone, 1),
+             "choice": lambda: XLNetMultipleChoice(backbone, dropout=0.3),
+             "span": lambda: XLNetQuestionAnswerer(backbone),
+             "tagger": lambda: XLNetTokenTagger(backbone, 4)}[kind]()
+    if kind == "choice":
+        x = multiple_choice_inputs(_rows(rng, 3, 3), [_rows(rng, 2, 2) for _ in range(3)],
+                                   SPECIAL, 10)
+    rebuilt = assert_config_round_trip(model)
+    assert type(rebuilt) is type(model)
+    assert {k: getattr(rebuilt, k) for k in model.config_names} == {
+        k: getattr(model, k) for k in model.config_names}
+    assert_keras_save_load_equal(model, x, tmp_path)
+
+
+def test_task_model_errors(backbone):
+    memory = XLNetBackbone.from_config_object(backbone.xlnet_config.replace(mem_len=4))
+    with pytest.raises(ValueError, match="mem_len=4"):
+        XLNetClassifier(memory, 2)
+    two_stream = XLNetBackbone.from_config_object(backbone.xlnet_config, two_stream=True)
+    with pytest.raises(ValueError, match="two_stream=True"):
+        XLNetQuestionAnswerer(two_stream)
+    with pytest.raises(ValueError, match="num_classes"):
+        XLNetClassifier(backbone, 0)
+    with pytest.raises(ValueError, match="num_labels"):
+        XLNetTokenTagger(backbone, 1)
+    with pytest.raises(ValueError, match="dropout"):
+        XLNetMultipleChoice(backbone, dropout=1.5)
+    with pytest.raises(ValueError, match="rank 3"):
+        XLNetMultipleChoice(backbone)(text_inputs([[10]], None, SPECIAL, 4))
+    with pytest.raises(ValueError, match="input_mask"):
+        XLNetClassifier(backbone, 2)({"input_word_ids": np.ones((1, 4), "int32")})
+
+
+def test_mixed_precision_logits_are_float32():
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    config = XLNetConfig(vocab_size=99, d_model=12, n_layer=1, n_head=3, d_inner=37)
+    backbone = XLNetBackbone.from_config_object(config, dtype="mixed_bfloat16")
+    x = text_inputs([[10, 11]], [[12]], SPECIAL, 8)
+    for model in (XLNetClassifier(backbone, 2), XLNetQuestionAnswerer(backbone)):
+        for out in keras.tree.flatten(model(x)):
+            assert keras.backend.standardize_dtype(out.dtype) == "float32"
+    model = XLNetClassifier(backbone, 2)
+    model.compile()
+    assert np.isfinite(model.evaluate(x, np.array([1]), verbose=0)).all()
+
+
+# --- Tasks: encodings and decoding --------------------------------------------------------------
+
+
+def _squad_folder(tmp_path, version="1.1", extra=None):
+    folder = tmp_path / f"squad{version}"
+    folder.mkdir()
+    dataset = json.load(open(os.path.join(DATA, "squad", f"tiny-v{version}.json")))
+    if extra:
+        dataset["data"].append(extra)
+    for split in ("train", "dev"):
+        json.dump(dataset, open(folder / f"{split}-v{version}.json", "w"))
+    return folder
+
+
+def test_squad_windows_and_decoding_recover_the_answers(tokenizer, tmp_path):
+    """Small windows: the gold positions spell the answer in every window
+    that holds it. One window: gold positions as logits decode to the gold
+    answers, one inside a word ("1895" of "(1895-1943).") included."""
+    from tasks import squad
+    from tasks.squad_metrics import normalize_answer
+    from tasks.xlnet_squad import decode_xlnet_squad
+    from tasks.xlnet_squad import xlnet_squad_features
+
+    context = "Dvořák lived (1895-1943). He wrote nine symphonies and many other works."
+    extra = {"title": "x", "paragraphs": [{"context": context, "qas": [
+        {"id": "born", "question": "When?", "answers": [
+            {"text": "1895", "answer_start": context.index("1895")}]},
+        {"id": "how-many", "question": "How many symphonies?", "answers": [
+            {"text": "nine", "answer_start": context.index("nine")}]}]}]}
+    folder = _squad_folder(tmp_path, extra=extra)
+    examples, _ = squad.read_squad_examples(str(folder / "train-v1.1.json"), True)
+    # Windows of 32 - 8 - 3 = 21 pieces, 8 apart: each answer (at most 11
+    # pieces) lies whole in one of them.
+    features = xlnet_squad_features(examples, tokenizer, max_seq_length=32, doc_stride=8,
+                                    max_query_length=8, is_training=True)
+    x, y = features.x, features.y
+    assert len(features) > 3 * len(examples)  # several windows per paragraph
+    assert (x["input_word_ids"][:, -1] == SPECIAL.cls).all()
+    assert (x["input_word_ids"][:, -2] == SPECIAL.sep).all()
+    found = set()
+    for row, example_index in enumerate(features.example_index):
+        example = examples[example_index]
+        # The question, as B, ends every row; the paragraph (A) comes first.
+        query = tokenizer.encode(example.question_text)[:8]
+        assert x["input_word_ids"][row, -len(query) - 2:-2].tolist() == query
+        assert (x["input_type_ids"][row, -len(query) - 2:-1] == 1).all()
+        start, end = y["start_logits"][row], y["end_logits"][row]
+        if start == 31:  # <cls>: the window misses the answer
+            continue
+        pieces = [tokenizer.id_to_piece(i) for i in x["input_word_ids"][row, start:end + 1]]
+        spelled = "".join(pieces).replace("\u2581", "")
+        assert spelled == tokenizer.preprocess(example.orig_answer_text).replace(" ", "")
+        found.add(example.qas_id)
+    assert found == {e.qas_id for e in examples}
+    features = xlnet_squad_features(examples, tokenizer, 256, 128, 64, is_training=True)
+    assert len(features) == len(examples)  # one window each
+    y = features.y
+    start = np.where(np.arange(256)[None] == y["start_logits"][:, None], 10.0, 0.0)
+    end = np.where(np.arange(256)[None] == y["end_logits"][:, None], 10.0, 0.0)
+    predictions, nbest, _ = decode_xlnet_squad(examples, features, start, end)
+    for example in examples:
+        assert normalize_answer(predictions[example.qas_id]) == normalize_answer(
+            example.orig_answer_text), example.qas_id
+    assert predictions["born"] == "1895" and predictions["how-many"] == "nine"
+    assert nbest["born"][0]["probability"] > 0.5
+    # "No answer" is the last position, <cls>: v2 decodes "" when it wins there.
+    null_start, null_end = np.zeros_like(start), np.zeros_like(end)
+    null_start[:, -1] = null_end[:, -1] = 10.0
+    predictions, _, null_odds = decode_xlnet_squad(examples, features, null_start, null_end,
+                                                   version_2_with_negative=True)
+    assert set(predictions.values()) == {""} and min(null_odds.values()) > 0
+
+
+def test_ner_rows_keep_labels_on_each_words_first_piece(tokenizer, tmp_path):
+    from tasks import conll
+    from training.finetune_xlnet import make_xlnet_task
+
+    folder = tmp_path / "conll"
+    folder.mkdir()
+    shutil.copy(os.path.join(DATA, "conll", "eng_sample.txt"), folder / "train.txt")
+    cfg = FinetuneConfig(model="xlnet", task="ner", data_dir=str(folder), max_seq_length=96)
+    task = make_xlnet_task(cfg, tokenizer)
+    encoded = task._encode("train")
+    sentences = task._data["train"].sentences
+    x = encoded.x
+    assert (x["input_word_ids"][:, -1] == SPECIAL.cls).all()
+    for row, sentence_index in enumerate(encoded.sentence_index):
+        sentence = sentences[sentence_index]
+        labelled = np.flatnonzero(encoded.sample_weight[row])
+        words = encoded.word_index[row, labelled]
+        assert words.tolist() == list(range(len(sentence.words)))  # every word, in order
+        for position, word in zip(labelled, words):
+            assert x["input_word_ids"][row, position] == tokenizer.encode(sentence.words[word])[0]
+            assert task.label_list[encoded.y[row, position]] == sentence.labels[word]
+    # Gold labels as logits decode to the gold tags, word for word.
+    logits = np.eye(len(task.label_list))[encoded.y] * encoded.sample_weight[..., None]
+    predicted = conll.decode_predictions(logits, encoded, task.label_list)
+    assert predicted == [list(s.labels) for s in sentences]
+
+
+def test_grouped_batches_cut_left_padding_and_keep_rows():
+    from training.finetune_xlnet import grouped_left_padded_batches
+
+    rng = np.random.default_rng(3)
+    texts = [rng.integers(9, 99, n).tolist() for n in rng.integers(1, 30, 12)]
+    x = text_inputs(texts, None, SPECIAL, 40)
+    lengths = (x["input_mask"] == 0).sum(1)
+    start = 40 - lengths + rng.integers(0, lengths)  # a real position per row
+    y = {"start_logits": start.astype("int32"), "end_logits": np.full(12, 39, "int32")}
+    tags = (x["input_word_ids"] % 7) * (1 - x["input_mask"])  # per-position targets
+    span = grouped_left_padded_batches(x, y, None, batch_size=3, group=4, seed=5)
+    tagging = grouped_left_padded_batches(x, tags, tags.astype("float32"), 3, 4, 5)
+    seen, widths = [], set()
+    for (bx, by), (tx, ty, tw) in zip(span, tagging):
+        bx, by, tx, ty, tw = keras.tree.map_structure(np.asarray, (bx, by, tx, ty, tw))
+        widths.add(bx["input_mask"].shape[1])
+        assert (np.diff(bx["input_mask"], axis=1) <= 0).all()  # still left padding
+        np.testing.assert_array_equal(tx["input_word_ids"], bx["input_word_ids"])  # same order
+        for row in range(len(bx["input_word_ids"])):
+            ids = bx["input_word_ids"][row]
+            n = (bx["input_mask"][row] == 0).sum()
+            original = [i for i in range(12) if lengths[i] == n and
+                        (x["input_word_ids"][i, -n:] == ids[-n:]).all()][0]
+            seen.append(original)
+            cut = 40 - len(ids)
+            assert by["start_logits"][row] == start[original] - cut  # the same token
+            assert ids[by["start_logits"][row]] == x["input_word_ids"][original, start[original]]
+            assert by["end_logits"][row] == len(ids) - 1  # <cls>
+            np.testing.assert_array_equal(ty[row], tags[original, cut:])
+            np.testing.assert_array_equal(tw[row], tags[original, cut:])
+    assert sorted(seen) == list(range(12))
+    assert len(widths) > 1 and max(widths) <= 40 and min(widths) < 40
+
+
+# --- The entry point --------------------------------------------------------------------------
+
+
+def _run(tmp_path, task, data_dir, tiny_keras, **changes):
+    return run(FinetuneConfig(
+        model="xlnet", task=task, data_dir=str(data_dir), output_dir=str(tmp_path / "out"),
+        init_checkpoint=tiny_keras, vocab_file=SPM, do_lower_case=False, epochs=1,
+        batch_size=4, **changes))
+
+
+def test_finetune_glue_pair_end_to_end_and_export(tmp_path, tiny_keras, tokenizer):
+    summary = _run(tmp_path, "glue/mrpc", os.path.join(DATA, "glue", "MRPC"), tiny_keras,
+                   max_seq_length=48)
+    config = summary["config"]
+    assert (config["learning_rate"], config["warmup_proportion"], config["weight_decay"]) == (
+        5e-5, 0.1, 0.0)
+    assert {"loss", "accuracy", "dev_f1", "dev_accuracy"} <= set(summary["history"])
+    out = tmp_path / "out"
+    rows = list(csv.reader(open(out / "dev_predictions.tsv"), delimiter="\t"))
+    assert rows[0] == ["guid", "prediction", "label"] and len(rows) == 3
+    submission = list(csv.reader(open(out / "glue_submission" / "MRPC.tsv"), delimiter="\t"))
+    assert submission[0] == ["index", "prediction"] and {r[1] for r in submission[1:]} <= {"0", "1"}
+    model = keras.saving.load_model(str(out / "export" / "model.keras"))
+    assert isinstance(model, XLNetClassifier) and model.num_classes == 2
+    assert model.optimizer.built  # compiled again from the file, with its state
+    # The SavedModel: text in (tokenized and packed in the graph) and ids in,
+    # the same logits as Keras on our Python layout.
+    texts_a, texts_b = ["A man eats bread.", "Tabs\tand 1,000 things"], ["Someone eats.", "x"]
+    x = text_inputs(tokenizer.encode(texts_a), tokenizer.encode(texts_b), SPECIAL, 48)
+    expected = np.asarray(model(x, training=False))
+    serving = tf.saved_model.load(str(out / "export" / "saved_model"))
+    served = serving.signatures["serving_text_pair"](text_a=tf.constant(texts_a),
+                                                     text_b=tf.constant(texts_b))
+    np.testing.assert_array_equal(served["input_word_ids"].numpy(), x["input_word_ids"])
+    np.testing.assert_array_equal(served["input_type_ids"].numpy(), x["input_type_ids"])
+    np.testing.assert_allclose(served["logits"].numpy(), expected, atol=1e-5)
+    by_ids = serving.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})
+    np.testing.assert_allclose(by_ids["logits"].numpy(), expected, atol=1e-5)
+
+
+def test_finetune_glue_regression_end_to_end(tmp_path, tiny_keras):
+    summary = _run(tmp_path, "glue/stsb", os.path.join(DATA, "glue", "STS-B"), tiny_keras,
+                   max_seq_length=32, export=False)
+    assert "dev_pearson" in summary["history"] and summary["export"] is None
+    rows = list(csv.reader(open(tmp_path / "out" / "dev_predictions.tsv"), delimiter="\t"))
+    assert all(np.isfinite(float(r[1])) for r in rows[1:])  # scores, not labels
+    assert (tmp_path / "out" / "glue_submission" / "STS-B.tsv").exists()
+
+
+def test_finetune_squad_end_to_end(tmp_path, tiny_keras):
+    folder = _squad_folder(tmp_path, "2.0")
+    summary = _run(tmp_path, "squad", folder, tiny_keras, max_seq_length=96, doc_stride=64,
+                   length_grouping=0)  # one training shape: one trace
+    assert summary["config"]["learning_rate"] == 2e-5
+    dataset = json.load(open(os.path.join(DATA, "squad", "tiny-v2.0.json")))
+    qids = {q["id"] for a in dataset["data"] for p in a["paragraphs"] for q in p["qas"]}
+    out = tmp_path / "out"
+    predictions = json.load(open(out / "predictions.json"))
+    assert set(predictions) == qids and all(isinstance(v, str) for v in predictions.values())
+    assert set(json.load(open(out / "null_odds.json"))) == qids
+    assert 0 <= summary["history"]["dev_f1"][0] <= 100
+    assert "dev_null_score_diff_threshold" in summary["history"]
+    serving = tf.saved_model.load(str(out / "export" / "saved_model"))
+    served = serving.signatures["serving_text_pair"](
+        text_a=tf.constant(["The cat sat on the mat."]), text_b=tf.constant(["Who sat?"]))
+    assert served["start_logits"].shape == (1, 96)
+    assert (served["start_logits"].numpy()[served["input_mask"].numpy() == 1] == -1e30).all()
+
+
+def test_finetune_ner_end_to_end_with_windows(tmp_path, tiny_keras):
+    folder = tmp_path / "conll"
+    folder.mkdir()
+    for name in ("train.txt", "dev.txt"):
+        shutil.copy(os.path.join(DATA, "conll", "eng_sample.txt"), folder / name)
+    summary = _run(tmp_path, "ner", folder, tiny_keras, max_seq_length=16, window_stride=4)
+    assert "dev_f1" in summary["history"]
+    lines = open(tmp_path / "out" / "dev_predictions.txt").read().split("\n")
+    words = [line.split() for line in lines if line.strip()]
+    source = [line.split() for line in open(os.path.join(DATA, "conll", "eng_sample.txt"))
+              if line.strip() and not line.startswith("-DOCSTART-")]
+    assert [w[0] for w in words] == [s[0] for s in source]  # every word, windows merged
+    assert (tmp_path / "out" / "export" / "model.keras").exists()
+
+
+@pytest.mark.slow(seconds=20)  # a fresh process: imports TensorFlow again
+def test_finetune_swag_from_the_command_line(tmp_path, tiny_keras):
+    """`python -m training.finetune --model=xlnet`: cased unless told
+    otherwise (XLNet's released models are); multiple choice exports ids only."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "training.finetune", "--model=xlnet", "--task=swag",
+               f"--data_dir={os.path.join(DATA, 'swag')}", f"--output_dir={out}",
+               f"--init_checkpoint={tiny_keras}", f"--vocab_file={SPM}", "--max_seq_length=32",
+               "--epochs=1", "--batch_size=4"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    summary = json.load(open(out / "summary.json"))
+    assert summary["config"]["do_lower_case"] is False
+    assert summary["config"]["learning_rate"] == 2e-5
+    assert "val_accuracy" in summary["history"]
+    for name in ("val_predictions.csv", "test_predictions.csv"):
+        rows = list(csv.reader(open(out / name)))
+        assert rows[0] == ["guid", "prediction"] and {r[1] for r in rows[1:]} <= set("0123")
+    serving = tf.saved_model.load(str(out / "export" / "saved_model"))
+    assert set(serving.signatures) == {"serving_default"}  # ids only: sets of pairs
+    assert serving.signatures["serving_default"].structured_input_signature[1][
+        "input_word_ids"].shape.rank == 3
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(), "needs --init_checkpoint"),
+    (dict(preset="tiny"), "not an XLNet preset"),
+    (dict(preset="xlnet_debug"), "No spiece.model beside"),
+    (dict(preset="xlnet_debug", init_checkpoint="x.keras"), "not both"),
+    (dict(init_checkpoint="missing.keras"), "neither a Hugging Face"),
+    (dict(preset="xlnet_debug", vocab_file=os.path.join(DATA, "conll", "eng_sample.txt")),
+     "not a SentencePiece model"),
+    (dict(preset="xlnet_debug", vocab_file=SPM, lm_coef=0.5), "not XLNet's"),
+    (dict(preset="xlnet_debug", vocab_file=SPM, merges_file="merges.txt"), "not XLNet's"),
+    (dict(preset="xlnet_debug", vocab_file=SPM, ablation="ltr"), "option of BERT"),
+    (dict(init_checkpoint=PARITY, vocab_file=SPM), "has 99 token rows"),
+    (dict(init_checkpoint=os.path.join(GOLDENS, "gpt_parity"), vocab_file=SPM),
+     "Unknown XLNet config keys"),
+])
+def test_bad_flags_are_refused_before_anything_is_written(tmp_path, changes, message):
+    out = tmp_path / "out"
+    cfg = FinetuneConfig(**{"model": "xlnet", "task": "glue/rte", "data_dir": str(tmp_path),
+                            "output_dir": str(out), **changes})
+    with pytest.raises(SystemExit, match=message):
+        run(cfg)
+    assert not out.exists()
+
+
+def test_resolve_fills_xlnets_defaults_and_finds_spiece(tmp_path):
+    from training.finetune import resolve
+
+    folder = tmp_path / "checkpoint"  # resolve reads config.json only
+    folder.mkdir()
+    XLNetConfig(vocab_size=4000, d_model=12, n_layer=1, n_head=3).to_json_file(
+        str(folder / "config.json"))
+    shutil.copy(SPM, folder / "spiece.model")
+    base = dict(model="xlnet", data_dir=str(tmp_path), init_checkpoint=str(folder))
+    glue_cfg = resolve(FinetuneConfig(task="glue/rte", **base))
+    assert glue_cfg.vocab_file == str(folder / "spiece.model")
+    assert (glue_cfg.learning_rate, glue_cfg.max_seq_length, glue_cfg.warmup_proportion,
+            glue_cfg.weight_decay) == (5e-5, 128, 0.1, 0.0)
+    squad_cfg = resolve(FinetuneConfig(task="squad", learning_rate=1e-5, **base))
+    assert (squad_cfg.learning_rate, squad_cfg.max_seq_length) == (1e-5, 512)
+    assert resolve(FinetuneConfig(task="swag", **base)).learning_rate == 2e-5
+    with pytest.raises(SystemExit, match="no config.json"):
+        resolve(FinetuneConfig(task="swag", **dict(base, init_checkpoint=str(tmp_path))))
+
+
+def test_backbones_for_fine_tuning():
+    """A Hugging Face folder loads without memory; its 99 rows cannot read a
+    4,000-piece model; a two-stream memory backbone becomes the content
+    stream alone with the same weights and the same outputs."""
+    from training.finetune_xlnet import _for_fine_tuning
+    from training.finetune_xlnet import build_xlnet_backbone
+
+    cfg = FinetuneConfig(model="xlnet", init_checkpoint=PARITY, vocab_file=SPM)
+    backbone = build_xlnet_backbone(cfg, 99)
+    assert not backbone.two_stream and not backbone.xlnet_config.uses_memory
+    with pytest.raises(SystemExit, match="has 99 token rows"):
+        build_xlnet_backbone(cfg, 4000)
+    config = backbone.xlnet_config.replace(mem_len=3, reuse_len=2, dropout=0.0)
+    pretraining = XLNetBackbone.from_config_object(config, two_stream=True)
+    pretraining.set_weights(backbone.get_weights())
+    rebuilt = _for_fine_tuning(pretraining, None)
+    assert not rebuilt.two_stream and rebuilt.xlnet_config.mem_len is None
+    x = text_inputs([[10, 11, 12], [13]], [[20], [21, 22]], SPECIAL, 9)
+    x = {**x, "input_mask": x["input_mask"].astype("float32")}
+    full = pretraining({**x, "perm_mask": np.zeros((2, 9, 9), "float32"),
+                        "target_mapping": np.eye(9, dtype="float32")[None, :1].repeat(2, 0),
+                        "mems": np.zeros((2, 2, 0, 10), "float32")}, training=False)
+    np.testing.assert_allclose(np.asarray(rebuilt(x, training=False)["sequence_output"]),
+                               np.asarray(full["sequence_output"]), atol=1e-5)
+    assert _for_fine_tuning(rebuilt, None) is rebuilt
