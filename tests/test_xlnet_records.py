@@ -14,6 +14,9 @@ import tensorflow as tf
 
 from tf_records.reader import read_manifest
 from tf_records.schema import file_sha256
+from tf_records.xlnet_instances import sample_mask
+from tf_records.xlnet_instances import sentence_boundaries
+from tf_records.xlnet_instances import split_a_and_b
 from tf_records.xlnet_permutation import local_permutation
 from tf_records.xlnet_permutation import permutation_index
 from tf_records.xlnet_reader import xlnet_features_dataset
@@ -21,9 +24,6 @@ from tf_records.xlnet_reader import xlnet_pretraining_dataset
 from tf_records.xlnet_schema import FEATURE_NAMES
 from tf_records.xlnet_schema import XLNetRecordSchema
 from tf_records.xlnet_schema import encode_xlnet_examples
-from tf_records.xlnet_writer import sample_mask
-from tf_records.xlnet_writer import sentence_boundaries
-from tf_records.xlnet_writer import split_a_and_b
 from tf_records.xlnet_writer import write_xlnet_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
