@@ -76,7 +76,7 @@ def test_ltr_pretrains_left_to_right_on_the_same_records(text, tmp_path):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--model=xlnet"], "--model='xlnet' is not one of"),
+    (["--model=t5"], "--model='t5' is not one of"),
     (["--ablation=rtl"], "--ablation='rtl' is not one of BERT's"),
     (["--model=gpt", "--ablation=ltr"], "is an option of BERT"),
     (["--model=gpt", "--preset=base"], "is not a GPT size"),
