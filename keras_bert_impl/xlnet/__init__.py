@@ -25,6 +25,7 @@ from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
 from keras_bert_impl.xlnet.xlnet_inputs import multiple_choice_inputs
 from keras_bert_impl.xlnet.xlnet_inputs import text_inputs
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
+from keras_bert_impl.xlnet.xlnet_serving import export_xlnet_pretrainer_saved_model
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
