@@ -213,18 +213,21 @@ def test_manifest_and_reader_feed_fit(written):
 
 def test_length_grouping_cuts_padding_and_keeps_every_record(written):
     """Grouped batches hold the same records as ungrouped ones (the same
-    group of 4 batches), each cut to its longest row rounded up to 16, with
-    every masked position inside the cut; lengths vary between batches."""
+    group of 4 batches), each cut to its longest row rounded up to 16 and
+    to its last real masked-LM slot rounded up to 4, with every masked
+    position inside the cut; lengths vary between batches."""
     plain = list(pretraining_dataset(written, 8, seed=1).take(8))
     grouped = list(pretraining_dataset(written, 8, seed=1, length_grouping=4).take(8))
 
     def rows(batches):  # each record as (real ids, masked ids, NSP label)
         out = []
-        for x, y, _ in batches:
+        for x, y, w in batches:
             for i in range(x["input_word_ids"].shape[0]):
                 real = x["input_mask"][i].numpy().astype(bool)
+                used = w["masked_lm"][i].numpy() > 0
                 out.append((tuple(x["input_word_ids"][i].numpy()[real]),
-                            tuple(y["masked_lm"][i].numpy()), int(y["next_sentence"][i])))
+                            tuple(x["masked_lm_positions"][i].numpy()[used]),
+                            tuple(y["masked_lm"][i].numpy()[used]), int(y["next_sentence"][i])))
         return out
 
     for k in (0, 4):  # each group of 4 batches: the same 32 records
@@ -235,11 +238,42 @@ def test_length_grouping_cuts_padding_and_keeps_every_record(written):
         longest = int(x["input_mask"].numpy().sum(axis=1).max())
         assert width == min(128, -(-longest // 16) * 16)
         assert x["input_mask"].shape == x["input_type_ids"].shape == (8, width)
-        assert x["masked_lm_positions"].shape == (8, 20)
         used = w["masked_lm"].numpy() > 0
+        slots = min(20, -(-int(used.sum(axis=1).max()) // 4) * 4)  # real slots come first
+        assert x["masked_lm_positions"].shape == w["masked_lm"].shape == (8, slots)
         assert (x["masked_lm_positions"].numpy()[used] < width).all()
-        shapes.add(width)
-    assert len(shapes) > 1 and min(shapes) < 128
+        shapes.add((width, slots))
+    assert len(shapes) > 1 and min(shapes) < (128, 20)
+
+
+def test_length_grouping_keeps_every_instance_loss(written):
+    """The model's masked-LM and NSP loss of every instance is the same in a
+    grouped (cut) batch as in the full-width batch it came from."""
+    from keras_bert_impl.losses import sparse_softmax_cross_entropy
+
+    config = BertConfig(vocab_size=read_manifest(written)["vocab_size"], hidden_size=12,
+                        num_hidden_layers=2, num_attention_heads=3, intermediate_size=37)
+    model = BertPretrainer(BertBackbone.from_bert_config(config))
+
+    def losses(x, y, w):  # per instance: (masked-LM mean over real slots, NSP)
+        out = model(x)
+        mlm = sparse_softmax_cross_entropy(y["masked_lm"], out["masked_lm"]).numpy()
+        weights = w["masked_lm"].numpy()
+        nsp = sparse_softmax_cross_entropy(y["next_sentence"], out["next_sentence"]).numpy()
+        return {tuple(x["input_word_ids"][i].numpy()[x["input_mask"][i].numpy() > 0]):
+                ((mlm[i] * weights[i]).sum() / weights[i].sum(), nsp[i])
+                for i in range(len(nsp))}
+
+    plain, grouped, shapes = {}, {}, set()
+    for batch in pretraining_dataset(written, 8, seed=1).take(4):
+        plain.update(losses(*batch))
+    for batch in pretraining_dataset(written, 8, seed=1, length_grouping=4).take(4):
+        grouped.update(losses(*batch))
+        shapes.add((batch[0]["input_word_ids"].shape[1], batch[0]["masked_lm_positions"].shape[1]))
+    assert plain.keys() == grouped.keys() and len(plain) == 32
+    assert min(shapes) < (128, 20), shapes  # some batches were cut
+    for key, value in plain.items():
+        np.testing.assert_allclose(grouped[key], value, rtol=1e-5, atol=1e-6)
 
 
 def test_shards_split_between_input_pipelines(written):

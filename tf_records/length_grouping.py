@@ -19,6 +19,8 @@ import tensorflow as tf
 # B=batch, G=batches per group, S=sequence
 
 LENGTH_MULTIPLE = 16
+# Masked-LM slots are cut in steps of 4: at most P / 4 shapes of that axis.
+PREDICTION_MULTIPLE = 4
 TOKEN_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -28,14 +30,33 @@ def cut_padding(x, y=None, sample_weight=None, cut_targets=False):
     The length is rounded up to `LENGTH_MULTIPLE` (at most S). With
     `cut_targets`, every tensor of `y` and `sample_weight` shaped like
     `input_mask` (per-token labels, e.g. tagging) is cut too; other
-    tensors (masked-LM positions, span positions, class labels) keep their
-    shapes: they index real tokens, which are all kept.
+    tensors (span positions, class labels) keep their shapes: they index
+    real tokens, which are all kept.
+
+    A pretraining batch's masked-LM slots `(B, P)` (`masked_lm_positions`,
+    its `masked_lm` targets and weights) are cut too, to the batch's last
+    slot of weight > 0, rounded up to `PREDICTION_MULTIPLE`: a short
+    instance has ~15% of its tokens masked, far fewer than P, and every
+    padding slot costs a row of the (vocabulary-wide) output layer. The
+    masked-LM loss and accuracy are means over weight > 0 slots, so they
+    are unchanged.
     """
     mask = x["input_mask"]
     seq = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
     length = tf.minimum(seq, -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
     x = {name: t[..., :length] if name in TOKEN_INPUTS else t for name, t in x.items()}
+    if "masked_lm_positions" in x and isinstance(sample_weight, dict) and (
+            "masked_lm" in sample_weight):
+        weights = sample_weight["masked_lm"]  # (B, P)
+        slots = tf.shape(weights)[-1]
+        # 1 + the index of each real slot, 0 elsewhere: its maximum is the count kept.
+        last = tf.reduce_max(tf.where(weights > 0, tf.range(1, slots + 1)[None, :], 0))
+        keep = tf.minimum(slots, tf.maximum(1, -(-last // PREDICTION_MULTIPLE))
+                          * PREDICTION_MULTIPLE)
+        x = dict(x, masked_lm_positions=x["masked_lm_positions"][:, :keep])
+        y = dict(y, masked_lm=y["masked_lm"][:, :keep])
+        sample_weight = dict(sample_weight, masked_lm=weights[:, :keep])
     if cut_targets:
         def cut(t):
             return t[..., :length] if t.shape == mask.shape else t
