@@ -66,23 +66,32 @@ def read_documents(paths):
     One sentence per line, blank lines between documents, as the original.
     A file that is not UTF-8 raises `ValueError` naming file and line.
     """
-    document = []
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rb") as f:
-            for line_number, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}:{line_number}: not UTF-8 ({e.reason}).") from None
-                if line:
-                    document.append(line)
-                elif document:
-                    yield document
-                    document = []
-        if document:  # a file end also ends a document
+            yield from file_documents(f, path)
+
+
+def file_documents(raw_lines, path):
+    """Yields the documents of one file, from its raw lines (`bytes`) in order.
+
+    The one parser of the text format, shared with the Beam pipeline
+    (`beam_pretraining_data.py`), which opens files through Beam's file
+    systems: `path` only names the file in errors.
+    """
+    document = []
+    for line_number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}:{line_number}: not UTF-8 ({e.reason}).") from None
+        if line:
+            document.append(line)
+        elif document:
             yield document
             document = []
+    if document:  # a file end also ends a document
+        yield document
 
 
 def _blocks(paths, documents_per_block):
@@ -97,7 +106,30 @@ def _blocks(paths, documents_per_block):
 
 
 def _write_block(job):
-    """Worker: tokenize one block, create instances, write its shard."""
+    """Worker: one block's records (`block_records`) -> its shard."""
+    import tensorflow as tf
+
+    index, block, vocab_file, output_dir, instance_config, writer_config = job
+    records, vocab_facts = block_records(index, block, vocab_file, instance_config, writer_config)
+    name = f"shard-{index:05d}.tfrecord"
+    tmp = os.path.join(output_dir, f".tmp-{name}")
+    with tf.io.TFRecordWriter(tmp) as writer:
+        for record in records:
+            writer.write(record)
+    os.replace(tmp, os.path.join(output_dir, name))
+    size = sum(len(line.encode()) + 1 for document in block for line in document)
+    return {"file": name, "records": len(records), "sha256": file_sha256(os.path.join(output_dir, name)),
+            "documents": len(block), "bytes": size, "vocab": vocab_facts}
+
+
+def block_records(index, block, vocab_file, instance_config, writer_config):
+    """Block `index` (its documents, in corpus order) -> (its serialized
+    examples in shard order, the vocabulary's manifest facts).
+
+    A function of (seed, index, documents) alone: the local writer and the
+    Beam pipeline (`beam_pretraining_data.py`) both call it, so the same
+    blocks give the same shards byte for byte.
+    """
     import random
 
     import tensorflow as tf
@@ -105,7 +137,6 @@ def _write_block(job):
     from keras_bert_impl.tokenizers import GraphBertTokenizer
     from keras_bert_impl.tokenizers import load_vocab
 
-    index, block, vocab_file, output_dir, instance_config, writer_config = job
     key = (vocab_file, writer_config.do_lower_case)
     if key not in _WORKER_STATE:  # once per worker process, not per block
         vocab = load_vocab(vocab_file)
@@ -138,16 +169,9 @@ def _write_block(job):
         input_ids, positions, label_ids, weights = mask_block(
             input_ids, input_mask, instance_config, vocab_info,
             np.random.default_rng([writer_config.random_seed, index]))
-    name = f"shard-{index:05d}.tfrecord"
-    tmp = os.path.join(output_dir, f".tmp-{name}")
-    with tf.io.TFRecordWriter(tmp) as writer:
-        for record in encode_examples(input_ids, input_mask, segment_ids, positions,
-                                            label_ids, weights, next_labels):
-            writer.write(record)
-    os.replace(tmp, os.path.join(output_dir, name))
-    size = sum(len(line.encode()) + 1 for line in lines)
-    return {"file": name, "records": len(instances), "sha256": file_sha256(os.path.join(output_dir, name)),
-            "documents": len(block), "bytes": size, "vocab": vocab_facts}
+    records = list(encode_examples(input_ids, input_mask, segment_ids, positions,
+                                   label_ids, weights, next_labels))
+    return records, vocab_facts
 
 
 def _vocab_facts(vocab):
@@ -161,7 +185,13 @@ _WORKER_STATE = {}
 
 def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=None,
                            writer_config=None, progress=True):
-    """Writes shards and `manifest.json` into `output_dir`; returns the manifest."""
+    """Writes shards and `manifest.json` into `output_dir`; returns the manifest.
+
+    `progress`: True prints counts to stderr as blocks complete; a callable
+    is called instead after each block, in order, with
+    `(documents, instances, text_bytes)` written so far (`text_bytes`: the
+    UTF-8 lines read, what the corpus's size measures, for an ETA).
+    """
     instance_config = instance_config or InstanceConfig()
     writer_config = writer_config or WriterConfig()
     if not input_files:
@@ -184,14 +214,17 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     start = time.time()
     for shard in _run(jobs, writer_config.num_workers):
         shards.append(shard)
-        if progress:
+        if callable(progress):
+            progress(sum(s["documents"] for s in shards), sum(s["records"] for s in shards),
+                     sum(s["bytes"] for s in shards))
+        elif progress:
             elapsed = max(time.time() - start, 1e-9)
             documents = sum(s["documents"] for s in shards)
             records = sum(s["records"] for s in shards)
             megabytes = sum(s["bytes"] for s in shards) / 1e6
             print(f"\r{len(shards)} shards, {documents} documents, {records} instances, "
                   f"{megabytes / elapsed:.2f} MB/s", end="", file=sys.stderr, flush=True)
-    if progress:
+    if progress and not callable(progress):
         print(file=sys.stderr)
     if shards:  # the workers read the vocabulary; this process stays free of TensorFlow
         vocab_facts = shards[0]["vocab"]
@@ -199,23 +232,31 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
         from keras_bert_impl.tokenizers import load_vocab
 
         vocab_facts = _vocab_facts(load_vocab(vocab_file))
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "schema": dataclasses.asdict(RecordSchema(
-            instance_config.max_seq_length, instance_config.max_predictions_per_seq)),
-        "vocab_sha256": file_sha256(vocab_file),
-        **vocab_facts,
-        "do_lower_case": writer_config.do_lower_case,
-        "instance_config": dataclasses.asdict(instance_config),
-        "writer_config": {k: v for k, v in dataclasses.asdict(writer_config).items()
-                          if k != "num_workers"},
-        "shards": [{k: s[k] for k in ("file", "records", "sha256")} for s in shards],
-    }
+    manifest = build_manifest(instance_config, writer_config, file_sha256(vocab_file),
+                              vocab_facts, shards)
     tmp = os.path.join(output_dir, f".tmp-{MANIFEST_FILE}")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2)
     os.replace(tmp, manifest_path)
     return manifest
+
+
+def build_manifest(instance_config, writer_config, vocab_sha256, vocab_facts, shards):
+    """The manifest of `shards` (dicts with file, records, sha256; in order),
+    as both the local writer and the Beam pipeline write it."""
+    return {
+        "version": MANIFEST_VERSION,
+        "schema": dataclasses.asdict(RecordSchema(
+            instance_config.max_seq_length, instance_config.max_predictions_per_seq)),
+        "vocab_sha256": vocab_sha256,
+        **vocab_facts,
+        "do_lower_case": writer_config.do_lower_case,
+        "instance_config": dataclasses.asdict(instance_config),
+        # The number of workers changes no record: it is not part of what the data is.
+        "writer_config": {k: v for k, v in dataclasses.asdict(writer_config).items()
+                          if k != "num_workers"},
+        "shards": [{k: s[k] for k in ("file", "records", "sha256")} for s in shards],
+    }
 
 
 def _run(jobs, num_workers):

@@ -1,0 +1,334 @@
+r"""Text files -> sharded pretraining TFRecords + `manifest.json`, on Apache Beam.
+
+The local writer's output (`tf_records.create_pretraining_data`), made by
+any Beam runner: with the same files, flags and seed it writes the same
+shards, byte for byte, and the same manifest. Run it like the local CLI,
+with Beam's pipeline options after the flags (`pip install
+'keras_bert_impl[beam]'`):
+
+    python -m tf_records.beam_pretraining_data \
+        --input_file='corpus/*.txt' --vocab_file=vocab.txt --output_dir=data/ \
+        --runner=DirectRunner --direct_num_workers=2 \
+        --direct_running_mode=multi_processing
+
+Other runners take their usual options; every worker must see the input,
+the output folder and this package, so paths are on a shared file system
+(`gs://`, `hdfs://`, `s3://`, as Beam's file systems read them) and the
+package reaches the workers as a wheel (`--extra_packages=dist/<wheel>`)
+or in the workers' container (`--sdk_container_image=...`):
+
+    Dataflow:  --runner=DataflowRunner --project=<project> --region=<region>
+               --temp_location=gs://<bucket>/tmp --num_workers=<n>
+               --max_num_workers=<n>  (needs apache-beam[gcp])
+    Flink:     --runner=FlinkRunner --flink_master=<host>:8081
+               --environment_type=DOCKER (or PROCESS / EXTERNAL)
+    Spark:     --runner=SparkRunner --spark_master_url=spark://<host>:7077
+               --environment_type=DOCKER (or PROCESS / EXTERNAL)
+
+`--num_workers` is the local CLI's flag and also Dataflow's; here it is
+handed to the runner. The vocabulary is read once when the pipeline is
+built and travels inside it (a `vocab.txt` is ~230 KB), so workers need
+no access to it.
+
+How the pipeline makes the local writer's blocks. A block is
+`documents_per_block` consecutive documents in corpus order (the files
+sorted by path, as the local CLI sorts them), and documents are separated
+by blank lines, so the order of lines matters; Beam's `ReadFromText` splits
+files into byte ranges and yields lines in no order and without line
+numbers. So each file is read whole, in order, by one worker, through
+Beam's file systems (gzip for `.gz`, as the local reader; errors name file
+and line). It yields (file, document number in the file, lines) and the
+file's document count. The counts, one per file, become a side input of
+prefix sums, which turns each document's (file, number) into its corpus
+index and block index = index // documents_per_block. A `GroupByKey` on
+the block index gathers each block; sorted by corpus index it is the local
+writer's block, and `writer.block_records` turns it into the same records.
+Each shard is written under a temporary name and renamed when complete;
+one final step writes the manifest, also renamed into place, so a failed
+run leaves nothing that looks whole.
+
+Memory and parallelism: a reading worker holds one document at a time; the
+corpus's text passes once through the runner's shuffle (the `GroupByKey`,
+which runners spill to disk); a block worker holds one block (its text,
+instances and records), as the local writer's workers do; the manifest step
+holds one small dict per shard. Reading is parallel across files (split one
+huge file before running); instance creation, masking and writing, nearly
+all of the work, are parallel across blocks.
+
+Beam is imported only here: it is the `[beam]` extra, not a dependency of
+the library or the local writer.
+"""
+
+import os
+import shutil
+import tempfile
+import uuid
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from tf_records.instances import InstanceConfig
+from tf_records.schema import MANIFEST_FILE
+from tf_records.schema import file_sha256
+from tf_records.writer import WriterConfig
+from tf_records.writer import build_manifest
+from tf_records.writer import file_documents
+
+COUNTERS = "pretraining_data"  # the namespace of the pipeline's Beam counters
+
+
+def expand_input_patterns(patterns):
+    """Input globs -> the sorted list of files, as the local CLI sorts them.
+
+    Local patterns are expanded by `glob`, exactly as the local CLI does,
+    so both read the same files in the same order; `scheme://` patterns by
+    Beam's file systems. `ValueError` names every pattern matching nothing
+    (one of several matching nothing is a typo, not an empty corpus).
+    """
+    import glob
+
+    files, unmatched = set(), []
+    for pattern in patterns:
+        if "://" in pattern:
+            found = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        else:
+            found = glob.glob(pattern)
+        if not found:
+            unmatched.append(pattern)
+        files.update(found)
+    if unmatched:
+        raise ValueError(f"no file matches {', '.join(map(repr, unmatched))}.")
+    return sorted(files)
+
+
+def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writer_config=None,
+                 pipeline_options=None):
+    """Runs the pipeline to the end; returns the manifest it wrote.
+
+    Args:
+        input_files: list of str. Text files (plain or `.gz`) in corpus
+            order; any path Beam's file systems read.
+        vocab_file: str. `vocab.txt` of the model.
+        output_dir: str. Folder for the shards and `manifest.json`.
+        instance_config: `InstanceConfig`. As for the local writer.
+        writer_config: `WriterConfig`. As for the local writer; its
+            `num_workers` is not used (the runner's options set workers).
+        pipeline_options: `PipelineOptions`, or a list of Beam's
+            command-line options. Default: DirectRunner in this process.
+
+    Returns:
+        dict: the manifest, equal to the local writer's for the same input.
+    """
+    instance_config = instance_config or InstanceConfig()
+    writer_config = writer_config or WriterConfig()
+    if not input_files:
+        raise ValueError("No input files.")
+    for path in input_files:
+        if not FileSystems.exists(path):
+            raise ValueError(f"Input file {path} does not exist.")
+    with FileSystems.open(vocab_file, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        vocab_bytes = f.read()
+    _clear_output(output_dir)
+    if not isinstance(pipeline_options, PipelineOptions):
+        pipeline_options = PipelineOptions(pipeline_options or [])
+    with beam.Pipeline(options=pipeline_options) as pipeline:
+        shards = _build(pipeline, input_files, vocab_bytes, output_dir, instance_config,
+                        writer_config)
+        _ = (shards
+             | "AllShards" >> beam.combiners.ToList()
+             | "WriteManifest" >> beam.Map(
+                 _write_manifest, output_dir, instance_config, writer_config, vocab_bytes))
+    return _read_manifest(output_dir)
+
+
+def _build(pipeline, input_files, vocab_bytes, output_dir, instance_config, writer_config):
+    """The pipeline up to the shards: a PCollection of one dict per shard."""
+    read = (
+        pipeline
+        | "Files" >> beam.Create(list(enumerate(input_files)))
+        # Without it the runner fuses Create and the reads into one worker.
+        | "SpreadFiles" >> beam.Reshuffle()
+        | "ReadDocuments" >> beam.FlatMap(_read_documents).with_outputs("counts", main="documents"))
+    offsets = (
+        read.counts
+        | "Counts" >> beam.combiners.ToList()
+        | "PrefixSums" >> beam.Map(_prefix_sums))
+    return (
+        read.documents
+        | "KeyByBlock" >> beam.Map(
+            _key_by_block, beam.pvalue.AsSingleton(offsets), writer_config.documents_per_block)
+        | "GatherBlocks" >> beam.GroupByKey()
+        | "WriteShards" >> beam.Map(
+            _write_shard, vocab_bytes, output_dir, instance_config, writer_config))
+
+
+def _read_documents(element):
+    """(file index, path) -> its documents as (file index, number, lines),
+    in order, then its document count on the "counts" output."""
+    file_index, path = element
+    compression = CompressionTypes.GZIP if path.endswith(".gz") else CompressionTypes.UNCOMPRESSED
+    documents = beam.metrics.Metrics.counter(COUNTERS, "documents")
+    count = 0
+    f = FileSystems.open(path, compression_type=compression)
+    try:
+        for document in file_documents(iter(f.readline, b""), path):
+            yield file_index, count, document
+            count += 1
+            documents.inc()
+    finally:
+        f.close()
+    yield beam.pvalue.TaggedOutput("counts", (file_index, count))
+
+
+def _prefix_sums(counts):
+    """[(file index, documents), ...] -> {file index: corpus index of its first document}."""
+    offsets, total = {}, 0
+    for file_index, count in sorted(counts):
+        offsets[file_index] = total
+        total += count
+    return offsets
+
+
+def _key_by_block(document, offsets, documents_per_block):
+    file_index, number, lines = document
+    index = offsets[file_index] + number
+    return index // documents_per_block, (index, lines)
+
+
+def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_config):
+    """(block index, [(corpus index, lines), ...]) -> its shard; returns the
+    manifest's entry for it."""
+    import tensorflow as tf
+
+    from tf_records.writer import block_records
+
+    index, documents = keyed_block
+    block = [lines for _, lines in sorted(documents, key=lambda d: d[0])]
+    records, vocab_facts = block_records(index, block, _local_vocab(vocab_bytes), instance_config,
+                               writer_config)
+    beam.metrics.Metrics.counter(COUNTERS, "instances").inc(len(records))
+    name = f"shard-{index:05d}.tfrecord"
+    # TFRecord framing (its CRCs) is TensorFlow's, so the shard is written on
+    # local disk first, then copied to the output through Beam's file systems.
+    with tempfile.TemporaryDirectory() as local:
+        path = os.path.join(local, name)
+        with tf.io.TFRecordWriter(path) as writer:
+            for record in records:
+                writer.write(record)
+        sha256 = file_sha256(path)
+        # A unique temporary name: a runner may run a block twice at once
+        # (a retry, a speculative copy); both write the same bytes.
+        tmp = FileSystems.join(output_dir, f".tmp-{uuid.uuid4().hex}-{name}")
+        with open(path, "rb") as src:
+            dst = FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED)
+            try:
+                shutil.copyfileobj(src, dst)
+            finally:
+                dst.close()
+    FileSystems.rename([tmp], [FileSystems.join(output_dir, name)])
+    return {"index": index, "file": name, "records": len(records), "sha256": sha256,
+            "vocab": vocab_facts}
+
+
+def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_bytes):
+    import json
+
+    shards = sorted(shards, key=lambda s: s["index"])
+    if shards:  # the block workers read the vocabulary; the launcher stays free of TensorFlow
+        vocab_facts = shards[0]["vocab"]
+    else:
+        from keras_bert_impl.tokenizers import load_vocab
+        from tf_records.writer import _vocab_facts
+
+        vocab_facts = _vocab_facts(load_vocab(_local_vocab(vocab_bytes)))
+    manifest = build_manifest(instance_config, writer_config, _sha256(vocab_bytes), vocab_facts,
+                              shards)
+    tmp = FileSystems.join(output_dir, f".tmp-{uuid.uuid4().hex}-{MANIFEST_FILE}")
+    f = FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED)
+    try:
+        f.write(json.dumps(manifest, indent=2).encode("utf-8"))
+    finally:
+        f.close()
+    FileSystems.rename([tmp], [FileSystems.join(output_dir, MANIFEST_FILE)])
+
+
+def _read_manifest(output_dir):
+    import json
+
+    path = FileSystems.join(output_dir, MANIFEST_FILE)
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+def _clear_output(output_dir):
+    """Makes `output_dir`; deletes an old manifest (it no longer describes the
+    folder) and the temporary files of an interrupted run, as the local writer."""
+    if not FileSystems.exists(output_dir):
+        FileSystems.mkdirs(output_dir)
+    stale = [m.path for pattern in (".tmp-*", MANIFEST_FILE)
+             for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
+    if stale:
+        FileSystems.delete(stale)
+
+
+def _sha256(data):
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _local_vocab(vocab_bytes):
+    """The vocabulary as a local file (the tokenizer reads a path), written
+    once per machine under a name of its hash; the same path each call keeps
+    the writer's per-process tokenizer cache warm."""
+    path = os.path.join(tempfile.gettempdir(), f"keras_bert_impl-vocab-{_sha256(vocab_bytes)}.txt")
+    if not os.path.exists(path):
+        tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(vocab_bytes)
+        os.replace(tmp, path)  # processes racing here write the same bytes
+    return path
+
+
+def main(argv):
+    from absl import flags
+
+    from tf_records.create_pretraining_data import _configs
+
+    flags_values = flags.FLAGS
+    beam_args = list(argv[1:])  # what absl did not know: Beam's pipeline options
+    if flags_values["num_workers"].present:  # also Dataflow's option: handed on
+        beam_args.append(f"--num_workers={flags_values.num_workers}")
+    try:  # globs and flag values are checked before anything is written
+        files = expand_input_patterns(flags_values.input_file)
+    except ValueError as e:
+        raise SystemExit(f"--input_file: {e}") from None
+    try:
+        instance_config, writer_config = _configs()
+    except ValueError as e:
+        raise SystemExit(f"Bad flag value: {e}") from None
+    options = PipelineOptions(beam_args)
+    print(f"{len(files)} input files, runner {options.get_all_options()['runner'] or 'DirectRunner'}, "
+          f"{instance_config}, {writer_config}")
+    manifest = run_pipeline(files, flags_values.vocab_file, flags_values.output_dir,
+                            instance_config, writer_config, options)
+    records = sum(s["records"] for s in manifest["shards"])
+    print(f"Wrote {records} instances in {len(manifest['shards'])} shards to "
+          f"{flags_values.output_dir}")
+
+
+def _parse_flags(argv):
+    """absl parses the flags it knows (the local CLI's); the rest go to Beam."""
+    from absl import flags
+
+    return flags.FLAGS(argv, known_only=True)
+
+
+if __name__ == "__main__":
+    from absl import app
+
+    import tf_records.create_pretraining_data  # noqa: F401  (defines the same flags)
+
+    app.run(main, flags_parser=_parse_flags)
