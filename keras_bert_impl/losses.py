@@ -6,7 +6,7 @@ import tensorflow as tf
 # N=predictions in the batch (B*P), V=vocab
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(autograph=False, jit_compile=True, reduce_retracing=True)
 def _xent_forward(logits, labels):
     """Per-row cross-entropy and log-sum-exp, one fused pass over (N, V)."""
     peak = tf.reduce_max(logits, axis=-1, keepdims=True)  # (N, 1)
@@ -15,7 +15,7 @@ def _xent_forward(logits, labels):
     return log_sum_exp - target, log_sum_exp
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(autograph=False, jit_compile=True, reduce_retracing=True)
 def _xent_backward(logits, labels, log_sum_exp, upstream):
     """d loss / d logits = softmax - one_hot, scaled by the upstream gradient."""
     probs = tf.exp(logits - log_sum_exp[:, None])  # (N, V)

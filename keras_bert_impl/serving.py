@@ -19,6 +19,12 @@ Signatures:
   multiple choice (its inputs are sets of pairs). Span QA through
   `serving_text_pair` (question, context) reads one window: contexts longer
   than `max_seq_length` are truncated, not windowed as `tasks/squad.py` does.
+- Classifiers exported with `labels=` (the sorted label strings, e.g.
+  `training.finetune --task=text_classification`): every signature also
+  returns `probabilities` `(B, C)` (the softmax of `logits`) and `label`
+  `(B,)` (the argmax's label string); the list is kept in the SavedModel as
+  the variable `class_labels` (`tf.saved_model.load(dir).class_labels`).
+  `with_labels` does the same for the other families' exports.
 
 The SavedModel needs only `tensorflow` and `tensorflow_text` to load.
 Requests longer than `max_position_embeddings` fail with an
@@ -36,6 +42,7 @@ from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
 from keras_bert_impl.models.bert_task_model import BertTaskModel
+from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
@@ -59,6 +66,31 @@ def _parts(model):
     return backbone, masked_lm_head, getattr(model, "next_sentence_head", None)
 
 
+def with_labels(module, model, labels):
+    """Keeps `labels` in `module` (as `class_labels`) for `label_outputs`; checks
+    that `model` is a classifier with one logit per label. None: no labels."""
+    if labels is None:
+        return
+    labels = [str(label) for label in labels]
+    classes = getattr(model, "num_classes", None)
+    if not isinstance(model, ClassifierDefaults) or classes != len(labels) or classes < 2:
+        raise ValueError(
+            f"`labels` name the classes of a classifier: {type(model).__name__} has "
+            f"num_classes={classes}, received {len(labels)} labels.")
+    module.class_labels = tf.Variable(labels, trainable=False, name="class_labels")
+
+
+def label_outputs(module, outputs):
+    """`outputs` plus `probabilities` (softmax of `logits`, float32) and `label`
+    (the argmax's string) when `module` holds `class_labels` (`with_labels`)."""
+    labels = getattr(module, "class_labels", None)
+    if labels is None or "logits" not in outputs:
+        return outputs
+    logits = tf.cast(outputs["logits"], tf.float32)  # (B, C)
+    return {**outputs, "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label": tf.gather(labels, tf.argmax(logits, axis=-1))}  # (B,) strings
+
+
 class _Serving(tf.Module):
     def __init__(self, model, tokenizer, max_seq_length):
         super().__init__()
@@ -77,7 +109,7 @@ class _Serving(tf.Module):
         if isinstance(self.model, BertTaskModel):
             out = self.model(inputs, training=False)
             out = out if isinstance(out, dict) else {self.model.output_name: out}
-            return {k: tf.cast(v, tf.float32) for k, v in out.items()}
+            return label_outputs(self, {k: tf.cast(v, tf.float32) for k, v in out.items()})
         backbone_out = self.backbone(inputs, training=False)
         out = {"sequence_output": backbone_out["sequence_output"],
                "pooled_output": backbone_out["pooled_output"]}
@@ -104,7 +136,8 @@ def _ids_spec(rank=2):
     return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
 
 
-def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128):
+def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128,
+                       labels=None):
     """Writes a SavedModel of `model` with the signatures above.
 
     Args:
@@ -113,28 +146,31 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
         vocab_file: str or None. Adds the text signatures.
         do_lower_case: bool. For the text signatures.
         max_seq_length: int. Packed length of the text signatures.
+        labels: list of str or None. A classifier's label per class: adds
+            `label` and `probabilities` to its outputs.
     """
     tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
     module = _Serving(model, tokenizer, max_seq_length)
+    with_labels(module, model, labels)
     signatures = {}
     if module.masked_lm_head is not None:
-        @tf.function(input_signature=[
+        @tf.function(autograph=False, input_signature=[
             _ids_spec(), tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")])
         def serving_default(inputs, masked_lm_positions):
             return module.outputs(inputs, masked_lm_positions)
     else:
         rank = 3 if isinstance(model, BertMultipleChoice) else 2
 
-        @tf.function(input_signature=[_ids_spec(rank)])
+        @tf.function(autograph=False, input_signature=[_ids_spec(rank)])
         def serving_default(inputs):
             return module.outputs(inputs)
     signatures["serving_default"] = serving_default
     if tokenizer is not None and not isinstance(model, BertMultipleChoice):
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             return module.text_outputs(text)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                       tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
             return module.text_outputs(text_a, text_b)

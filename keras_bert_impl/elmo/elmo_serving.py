@@ -81,11 +81,11 @@ def export_elmo_saved_model(backbone, export_dir):
     module = _ElmoServing(stateless_copy(backbone))
     chars = module.max_chars
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
     def serving_default(tokens):
         return module.token_outputs(tokens)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None, chars], tf.int32, name="char_ids")])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None, chars], tf.int32, name="char_ids")])
     def serving_char_ids(char_ids):
         return module.outputs(char_ids)
 

@@ -22,7 +22,9 @@ from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_task_models import ElmoTaskModel
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
+from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.serving import with_labels
 
 # B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
 # token, K=classes or labels
@@ -37,7 +39,7 @@ class _ElmoTaskServing(tf.Module):
 
     def outputs(self, char_ids):
         logits = self.model({INPUT_NAME: char_ids}, training=False)
-        return {"logits": tf.cast(logits, tf.float32)}
+        return label_outputs(self, {"logits": tf.cast(logits, tf.float32)})
 
     def _char_ids(self, tokens):
         ragged = tf.RaggedTensor.from_tensor(tokens, padding="")  # (B, None)
@@ -59,12 +61,14 @@ class _ElmoTaskServing(tf.Module):
         return self.outputs(tf.stack([a, b], axis=1))  # (B, 2, T, C) in
 
 
-def export_elmo_task_saved_model(model, export_dir):
+def export_elmo_task_saved_model(model, export_dir, labels=None):
     """Writes a SavedModel of an ELMo task model with the signatures above.
 
     Args:
         model: `ElmoClassifier`, `ElmoPairClassifier` or `ElmoTokenTagger`.
         export_dir: str. Replaced atomically (written beside it, then renamed).
+        labels: list of str or None. A classifier's label per class: adds
+            `probabilities` and `label` (strings) to `logits`.
 
     Returns:
         The names of the signatures written.
@@ -77,19 +81,20 @@ def export_elmo_task_saved_model(model, export_dir):
         raise ValueError(f"Cannot export {type(model).__name__}: expected an ELMo task model "
                          "(ElmoClassifier, ElmoPairClassifier, ElmoTokenTagger).")
     module = _ElmoTaskServing(model)
+    with_labels(module, model, labels)
     rank = len(model.input[INPUT_NAME].shape)
     char_ids = tf.TensorSpec([None] * (rank - 1) + [module.max_chars], tf.int32, name=INPUT_NAME)
 
-    @tf.function(input_signature=[char_ids])
+    @tf.function(autograph=False, input_signature=[char_ids])
     def serving_default(char_ids):
         return module.outputs(char_ids)
 
     if rank == 3:
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
         def serving_tokens(tokens):
             return module.token_outputs(tokens)
     else:
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
                                       tf.TensorSpec([None, None], tf.string, name="tokens_b")])
         def serving_tokens(tokens_a, tokens_b):
             return module.pair_token_outputs(tokens_a, tokens_b)

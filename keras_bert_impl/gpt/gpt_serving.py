@@ -24,7 +24,9 @@ import tensorflow as tf
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
+from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.serving import with_labels
 
 # B=batch, S=sequence
 
@@ -69,7 +71,8 @@ class _GptServing(tf.Module):
             tf.shape(inputs["input_word_ids"])[-1], self.max_positions,
             message=f"Sequences may be at most n_positions={self.max_positions} tokens long")
         if self.task:
-            return {"logits": tf.cast(self.model(inputs, training=False), tf.float32)}
+            return label_outputs(
+                self, {"logits": tf.cast(self.model(inputs, training=False), tf.float32)})
         out = self.backbone(inputs, training=False)
         return {"lm_logits": tf.cast(out["lm_logits"], tf.float32),
                 "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
@@ -87,7 +90,7 @@ class _GptServing(tf.Module):
 
 
 def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
-                           max_seq_length=128):
+                           max_seq_length=128, labels=None):
     """Writes a SavedModel of a GPT model with the signatures above.
 
     Args:
@@ -98,6 +101,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             both add the text signature (not for task models, whose inputs
             are the transformation's layouts).
         max_seq_length: int. Tokens kept of each text.
+        labels: list of str or None. A `GptClassifier`'s label per class:
+            adds `probabilities` and `label` (strings) to `logits`.
 
     Returns:
         The names of the signatures written.
@@ -110,15 +115,16 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
 
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
     module = _GptServing(model, backbone, tokenizer, max_seq_length)
+    with_labels(module, model, labels)
 
-    @tf.function(input_signature=[
+    @tf.function(autograph=False, input_signature=[
         {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}])
     def serving_default(inputs):
         return module.outputs(inputs)
 
     signatures = {"serving_default": serving_default}
     if tokenizer is not None:
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             return module.text_outputs(text)
 

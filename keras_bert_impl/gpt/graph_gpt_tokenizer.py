@@ -147,7 +147,7 @@ class GraphGptTokenizer(tf.Module):
         # merged_by_rank[r]: the symbol merge r makes (one spare for no merges).
         self._merged_by_rank = tf.constant([symbols[a + b] for a, b in pairs] + [0], tf.int64)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
         """`(B,)` strings -> int32 ragged ids `(B, None)`."""
         words = gpt_basic_tokenize(strings)  # (B, W)

@@ -19,7 +19,7 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(autograph=False, jit_compile=True, reduce_retracing=True)
 def _gelu_grad(x, dy):
     """d/dx of x * Phi(x): Phi(x) + x * phi(x)."""
     cdf = 0.5 * (1.0 + tf.math.erf(x * _INV_SQRT_2))
@@ -27,7 +27,7 @@ def _gelu_grad(x, dy):
     return dy * (cdf + x * pdf)
 
 
-@tf.function(jit_compile=True, reduce_retracing=True)
+@tf.function(autograph=False, jit_compile=True, reduce_retracing=True)
 def _gelu_tanh_grad(x, dy):
     """d/dx of 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)."""
     x2 = x * x

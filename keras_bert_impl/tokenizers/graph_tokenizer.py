@@ -131,7 +131,7 @@ class GraphBertTokenizer(tf.Module):
         too_long = tf.strings.length(flat, unit="UTF8_CHAR") > self.max_input_chars_per_word
         return words.with_flat_values(tf.where(too_long, _LONG_WORD_PLACEHOLDER, flat))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
         """`(B,)` strings -> int32 ragged ids `(B, None)`."""
         ids = self.wordpiece.tokenize(self.words(strings))  # (B, words, pieces)

@@ -51,11 +51,11 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     ids_spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
                 for name in ("input_word_ids", "input_type_ids", "input_mask")}
 
-    @tf.function(input_signature=[ids_spec])
+    @tf.function(autograph=False, input_signature=[ids_spec])
     def serving_default(inputs):
         return content(inputs)
 
-    @tf.function(input_signature=[
+    @tf.function(autograph=False, input_signature=[
         ids_spec, tf.TensorSpec([None, None, None], tf.float32, name="perm_mask"),
         tf.TensorSpec([None, None, None], tf.float32, name="target_mapping")])
     def serving_plm(inputs, perm_mask, target_mapping):
@@ -67,7 +67,7 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
 
     signatures = {"serving_default": serving_default, "serving_plm": serving_plm}
     if tokenizer is not None:
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             packed = tokenizer.pack(tokenizer(text), max_length=max_seq_length)
             return {**packed, **content(packed)}

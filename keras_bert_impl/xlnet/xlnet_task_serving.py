@@ -2,14 +2,16 @@
 
 import tensorflow as tf
 
+from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.serving import with_labels
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetTaskModel
 
 
 def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_case=False,
-                                  max_seq_length=128):
+                                  max_seq_length=128, labels=None):
     """Writes a SavedModel of a fine-tuned XLNet task model for TF Serving.
 
     Signatures:
@@ -31,6 +33,8 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
         spm_file: str or None. The SentencePiece model; adds the text signatures.
         do_lower_case: bool. For the text signatures.
         max_seq_length: int. Packed length of the text signatures.
+        labels: list of str or None. An `XLNetClassifier`'s label per class:
+            adds `probabilities` and `label` (strings) to every signature.
 
     Returns:
         The names of the signatures written.
@@ -43,13 +47,15 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
     rank = len(model.input["input_word_ids"].shape)
     module = tf.Module()
     module.model = model
+    with_labels(module, model, labels)
 
     def outputs(inputs):
         out = model(inputs, training=False)
         out = out if isinstance(out, dict) else {model.output_name: out}
-        return {name: tf.cast(value, tf.float32) for name, value in out.items()}
+        return label_outputs(module, {name: tf.cast(value, tf.float32)
+                                      for name, value in out.items()})
 
-    @tf.function(input_signature=[
+    @tf.function(autograph=False, input_signature=[
         {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}])
     def serving_default(inputs):
         return outputs(inputs)
@@ -65,11 +71,11 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
             packed = tokenizer.pack(tokenizer(text_a), ids_b, max_seq_length)
             return {**packed, **outputs(packed)}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             return text_outputs(text)
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                       tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
             return text_outputs(text_a, text_b)
