@@ -42,7 +42,10 @@ def _squad_dir(tmp_path, version):
     ("swag", "swag", "val_accuracy", ["val_predictions.csv", "test_predictions.csv"]),
 ])
 def test_glue_and_swag_end_to_end(tmp_path, task, folder, metric, files):
-    summary = run(_config(tmp_path, task, os.path.join(DATA, folder), max_seq_length=48))
+    # --max_train_examples=1 of the 2 training rows (no sample weights: kept None)
+    summary = run(_config(tmp_path, task, os.path.join(DATA, folder), max_seq_length=48,
+                          max_train_examples=1))
+    assert summary["train_rows"] == 1
     assert len(summary["history"][metric]) == 1  # scored after the epoch (NaN: one STS-B dev pair)
     out = tmp_path / "out"
     for name in files:

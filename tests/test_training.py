@@ -220,6 +220,14 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     result = _run_pretrain(_pretrain_args(records, straight))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "step 12/12" in result.stdout
+    last = [line for line in result.stdout.splitlines() if line.startswith("step 12/12")][0]
+    assert " seq/s " in last and last.endswith("ETA 0:00"), last
+    assert "Exporting to " in result.stdout and ": done in " in result.stdout
+    # The curves of the logged steps (the records have no held-out set here).
+    from training.curves import curve_series
+
+    assert (tmp_path / "straight" / "tensorboard" / "training_curves.png").stat().st_size > 10_000
+    assert curve_series(os.path.join(straight, "tensorboard"))["loss"]["train"][0] == [4, 8, 12]
     # TensorBoard scalars at each logged step (loss, accuracies, lr, throughput).
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

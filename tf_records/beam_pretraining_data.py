@@ -326,9 +326,13 @@ def _parse_flags(argv):
     return flags.FLAGS(argv, known_only=True)
 
 
-if __name__ == "__main__":
-    from absl import app
-
+def cli():
+    """`python -m tf_records.beam_pretraining_data`: `main` on a quiet console."""
     import tf_records.create_pretraining_data  # noqa: F401  (defines the same flags)
+    from training import console  # only the command line needs it, the pipeline never does
 
-    app.run(main, flags_parser=_parse_flags)
+    console.run(main, __name__, flags_parser=_parse_flags)
+
+
+if __name__ == "__main__":
+    cli()

@@ -15,7 +15,6 @@ Train on them with the same batch size:
 import glob
 import os
 
-from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -53,5 +52,13 @@ def main(argv):
           f"tokens) in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
 
 
+def cli():
+    """`python -m tf_records.create_elmo_data`: `main` on a quiet console."""
+    # Imported here: only the command line needs it, the record code never does.
+    from training import console
+
+    console.run(main, __name__)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

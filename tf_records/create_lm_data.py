@@ -11,7 +11,6 @@ order. Read it with `tf_records.lm_reader.lm_dataset`.
 
 import glob
 
-from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -51,5 +50,13 @@ def main(argv):
           f"{len(manifest['shards'])} shards to {FLAGS.output_dir}")
 
 
+def cli():
+    """`python -m tf_records.create_lm_data`: `main` on a quiet console."""
+    # Imported here: only the command line needs it, the record code never does.
+    from training import console
+
+    console.run(main, __name__)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

@@ -10,7 +10,6 @@ Flags and defaults are the original script's, plus the documented fixes
 
 import glob
 
-from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -87,5 +86,14 @@ def _configs():
     )
 
 
+def cli():
+    """`kbi-create-pretraining-data` and `python -m tf_records.create_pretraining_data`:
+    `main` on a quiet console."""
+    # Imported here: only the command line needs it, the record code never does.
+    from training import console
+
+    console.run(main, __name__)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

@@ -16,7 +16,6 @@ with span masking. XLNet-Large used --seq_len=512 --reuse_len=256
 
 import glob
 
-from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -70,5 +69,13 @@ def main(argv):
           f"tokens) in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
 
 
+def cli():
+    """`python -m tf_records.create_xlnet_data`: `main` on a quiet console."""
+    # Imported here: only the command line needs it, the record code never does.
+    from training import console
+
+    console.run(main, __name__)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

@@ -47,9 +47,9 @@ import os
 import random
 import re
 
-from absl import app
 from absl import flags
 
+from training import console
 from training.default_corpus import default_documents
 
 HELDOUT_PERCENT = 5  # training.default_corpus.write_default_corpus's default
@@ -336,9 +336,14 @@ def main(argv):
               f"{task['majority']:.4f}")
 
 
-if __name__ == "__main__":
+def cli():
+    """`python -m training.ablation_tasks`: flags, then `main` on a quiet console."""
     flags.DEFINE_string("output_dir", "ablation_tasks", "Folder for the three tasks.")
     flags.DEFINE_integer("num_train", 2000, "Training rows (questions) per task.")
     flags.DEFINE_integer("num_dev", 400, "Dev rows (questions) per task.")
     flags.DEFINE_integer("seed", 0, "Sampling seed.")
-    app.run(main)
+    console.run(main, __name__)
+
+
+if __name__ == "__main__":
+    cli()

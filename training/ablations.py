@@ -45,8 +45,7 @@ import sys
 import time
 import traceback
 
-from absl import app
-
+from training import console
 from training.ablation_table import SYSTEMS
 from training.ablation_table import TASKS
 from training.ablation_table import build_table
@@ -427,9 +426,14 @@ def _accuracy(path):
     return sum(r[1] == r[2] for r in rows) / len(rows)
 
 
-if __name__ == "__main__":
+def cli():
+    """`kbi-ablations` and `python -m training.ablations`: flags, then `main` on a quiet console."""
     define_flags(AblationsConfig, HELP)
     try:
-        app.run(main)
+        console.run(main, __name__)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

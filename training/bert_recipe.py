@@ -62,13 +62,12 @@ class BertRecipe:
         if not vocab_file:
             vocab_file = os.path.join(data_dir, "vocab.txt")
             if not os.path.exists(vocab_file):
-                from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
                 from keras_bert_impl.tokenizers.vocab_learner import write_vocab
                 from tf_records.writer import read_documents
 
                 start = time.time()
                 lines = (line for document in read_documents(train_files) for line in document)
-                tokens = learn_vocab(lines, cfg.vocab_size, cfg.do_lower_case)
+                tokens = learn_wordpiece(lines, train_files, cfg.vocab_size, cfg.do_lower_case)
                 write_vocab(tokens, vocab_file)
                 say(f"Learned a {len(tokens)}-token WordPiece vocabulary "
                     f"({time.time() - start:.0f} s) -> {vocab_file}")
@@ -91,7 +90,7 @@ class BertRecipe:
                 WriterConfig(dupe_factor=dupe, random_seed=cfg.seed + (side == "heldout"),
                              do_lower_case=cfg.do_lower_case, num_workers=cfg.data_workers,
                              documents_per_block=500),
-                progress=False)
+                progress=writing_progress(f"Writing {side} instances", files))
             records = sum(s["records"] for s in manifest["shards"])
             say(f"Wrote {records} {side} instances in {len(manifest['shards'])} shards "
                 f"({time.time() - start:.0f} s) -> {folder}")
@@ -193,6 +192,55 @@ class BertRecipe:
         return (f"SavedModel (signatures {signatures}) -> "
                 f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
                 f"{os.path.join(export_dir, 'pretrainer.keras')}")
+
+
+def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
+    """`learn_vocab` on text `lines` read from `files`, with progress lines:
+    the words counted (MB of the files read, rate, ETA), then each round of
+    the WordPiece threshold search (its ETA an upper bound: the search may
+    end before its last possible round). `num_unused`: `[unusedN]` slots."""
+    from keras_bert_impl.tokenizers.vocab_learner import count_words
+    from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
+    from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
+    from training.progress import Progress
+
+    reading = Progress("Counting words", total=_text_bytes(files), unit="MB", scale=1e-6,
+                       every_seconds=5)
+    counts = count_words(reading.iterate(lines, size=lambda line: len(line.encode()) + 1),
+                         do_lower_case)
+    reading.finish(words=len(counts))
+    if not counts:
+        raise SystemExit(f"No words in {', '.join(files)}: cannot learn a vocabulary.")
+    search = Progress("Learning WordPiece vocabulary", unit="rounds", every_seconds=5)
+
+    def on_round(number, most, threshold, size):
+        search.total = most
+        search.update(number, threshold=threshold, tokens=size)
+
+    tokens = learn_from_counts(counts, vocab_size, reserved_tokens(num_unused), on_round=on_round)
+    search.finish(tokens=len(tokens))
+    return tokens
+
+
+def writing_progress(what, files, every_seconds=5.0):
+    """`write_pretraining_data`'s `progress`: documents and instances written,
+    and the share of the text read (its rate and ETA)."""
+    from training.progress import Progress
+
+    meter = Progress(what, total=_text_bytes(files), unit="MB", scale=1e-6,
+                     every_seconds=every_seconds)
+
+    def report(documents, instances, text_bytes):
+        meter.update(text_bytes, documents=documents, instances=instances)
+
+    return report
+
+
+def _text_bytes(files):
+    """The text files' size (None with a gzip file: its size is not the text's)."""
+    if any(f.endswith(".gz") for f in files):
+        return None
+    return sum(os.path.getsize(f) for f in files)
 
 
 def _objective(ablation, input_format):

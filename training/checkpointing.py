@@ -70,8 +70,12 @@ class TrainingCheckpoint:
         # `iterations` (updates, which the learning-rate schedule reads) is
         # saved with the optimizer.
         self.batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="batches")
+        # Dropout's random streams (Keras `SeedGenerator` states) are no
+        # part of the model's checkpoint; saved here, a resumed run draws
+        # the masks the uninterrupted one would have.
+        seeds = [v for v in model.variables if v.path.endswith("seed_generator_state")]
         self._checkpoint = tf.train.Checkpoint(
-            model=model, optimizer=model.optimizer, batches=self.batches)
+            model=model, optimizer=model.optimizer, batches=self.batches, dropout_seeds=seeds)
         self.is_chief = _is_chief(strategy)
         target = directory if self.is_chief else os.path.join(
             directory, f".worker-{strategy.cluster_resolver.task_id}")

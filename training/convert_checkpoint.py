@@ -13,8 +13,9 @@ reloads each result and prints how far its outputs are from the original
 import os
 
 import numpy as np
-from absl import app
 from absl import flags
+
+from training import console
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "Checkpoint folder (default: bundled MiniLM).")
@@ -104,5 +105,11 @@ def _flat(outputs):
     return keras.tree.flatten(outputs)
 
 
+def cli():
+    """`kbi-convert-checkpoint` and `python -m training.convert_checkpoint`: `main` on a
+    quiet console."""
+    console.run(main, __name__, output_flag="output")
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

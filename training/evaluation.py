@@ -9,6 +9,14 @@ def say(message):
     print(message, flush=True)
 
 
+def _batches(dataset):
+    """Batches in one pass of `dataset`, or None if unknown."""
+    import tensorflow as tf
+
+    count = int(tf.data.experimental.cardinality(dataset))
+    return count if count >= 0 else None
+
+
 
 def evaluate(model, heldout, train, vocab_size):
     """Held-out masked-LM (and NSP) scores and the most-frequent-token baseline.
@@ -21,7 +29,10 @@ def evaluate(model, heldout, train, vocab_size):
     """
     import numpy as np
 
-    results = model.evaluate(heldout, verbose=0, return_dict=True)
+    from training.progress import batch_progress
+
+    results = model.evaluate(heldout, verbose=0, return_dict=True, callbacks=[
+        batch_progress("Held-out evaluation", total=_batches(heldout))])
     # The baseline: always predict the masked token most frequent in training.
     counts = np.zeros(vocab_size, np.int64)
     for _, y, w in train.take(200):
@@ -61,6 +72,8 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
     """
     import numpy as np
 
+    from training.progress import Progress
+
     counts = np.ones(vocab_size, np.float64)  # add-one
     for _, y, w in train.take(200):
         np.add.at(counts, y[output].numpy()[w[output].numpy() > 0], 1)
@@ -68,7 +81,8 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
     top = int(counts.argmax())
     nll = unigram_nll = 0.0
     hits = unigram_hits = total = 0
-    for x, y, w in heldout:
+    meter = Progress("Held-out evaluation", total=_batches(heldout), unit="batches")
+    for x, y, w in meter.iterate(heldout):
         logits = np.asarray(model.predict_on_batch(x)[output], np.float64)  # (B, S, V)
         targets = y[output].numpy()
         real = w[output].numpy() > 0
@@ -114,13 +128,16 @@ def bilm_report(model, heldout, train_counts):
     """
     import numpy as np
 
+    from training.progress import Progress
+
     counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
     unigram_log_prob = np.log(counts / counts.sum())
     model.reset_states()
     nll = {"forward": 0.0, "backward": 0.0}
     unigram_nll = 0.0
     total = 0
-    for x, y, w in heldout:
+    meter = Progress("Held-out evaluation", total=_batches(heldout), unit="batches")
+    for x, y, w in meter.iterate(heldout):
         losses = model.token_losses(model.predict_on_batch(x), y)  # full softmax, (B, T) each
         for direction in nll:
             real = w[direction].numpy() > 0

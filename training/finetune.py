@@ -1,7 +1,9 @@
-"""Fine-tune BERT on a GLUE task, SQuAD, CoNLL NER or SWAG with `model.fit`.
+"""Fine-tune BERT on a GLUE task, SQuAD, CoNLL NER, SWAG or your own CSV with `model.fit`.
 
     python -m training.finetune --task=glue/mrpc --data_dir=glue_data/MRPC
     python -m training.finetune --task=squad --data_dir=squad_v1.1 --init_checkpoint=bert_dir
+    python -m training.finetune --task=text_classification --train_file=news_train.csv \
+        --dev_file=news_dev.csv --text_column=title --text_b_column=body --label_column=label
 
 Reads the task's files in their usual formats, starts from a pretrained
 checkpoint (Hugging Face folder, original Google checkpoint, or one of our
@@ -65,11 +67,10 @@ import sys
 import time
 import warnings
 
-import keras
-from absl import app
 from absl import flags
 from absl import logging
 
+from training import console
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 
@@ -85,6 +86,12 @@ class FinetuneConfig:
     model: str = "bert"
     task: str = ""
     data_dir: str = ""
+    train_file: str = ""
+    dev_file: str = ""
+    test_file: str = ""
+    text_column: str = "text"
+    text_b_column: str = ""
+    label_column: str = "label"
     output_dir: str = "finetune_output"
     init_checkpoint: str = ""
     vocab_file: str = ""
@@ -114,6 +121,8 @@ class FinetuneConfig:
     length_grouping: int = 16
     ablation: str = ""
     export: bool = True
+    checkpoint_every_steps: int = 500
+    log_every_steps: int = 50
 
 
 HELP = {
@@ -122,11 +131,25 @@ HELP = {
              "BiLSTM task network; glue and ner only) or xlnet (XLNet: SentencePiece, <cls> "
              "last, left padding, pooling from the last position; every task).",
     "task": "glue/<cola|sst2|mrpc|qqp|stsb|mnli|qnli|rte|wnli>, squad (v1.1 or v2.0, read from "
-            "the files), ner (CoNLL-2003 columns) or swag.",
+            "the files), ner (CoNLL-2003 columns), swag, or text_classification (your own "
+            "CSV/TSV/JSON Lines files: --train_file, --dev_file, --text_column, "
+            "--label_column).",
     "data_dir": "The task's folder: GLUE {train,dev,test}.tsv; SQuAD train-v*.json and "
                 "dev-v*.json; CoNLL train.txt/eng.train, dev.txt/eng.testa, test.txt/eng.testb; "
                 "SWAG train.csv, val.csv, test.csv.",
-    "output_dir": "Run folder: predictions, export, summary.json.",
+    "train_file": "text_classification: the training rows, a .csv, .tsv or .jsonl file (format "
+                  "from the extension, delimiter sniffed, a header naming the columns); its "
+                  "labels, sorted, are the classes.",
+    "dev_file": "text_classification: the rows scored after each epoch (same columns; a label "
+                "the training file lacks is an error).",
+    "test_file": "text_classification: optional unlabelled rows to predict "
+                 "(test_predictions.csv).",
+    "text_column": "text_classification: the column (header name or JSON key) of the text.",
+    "text_b_column": "text_classification: the column of a second text (sentence pairs, or "
+                     "e.g. a body after a title); empty: single texts.",
+    "label_column": "text_classification: the column of the label (any strings).",
+    "output_dir": "Run folder: predictions, export, summary.json, checkpoints/ (a rerun "
+                  "resumes from them), tensorboard/ (with training_curves.png).",
     "init_checkpoint": "Pretrained weights: a Hugging Face folder, an original Google folder or "
                        "checkpoint prefix, or a .keras file. Empty: the all-MiniLM-L6-v2 weights "
                        "package (unless --preset asks for random initialization). ELMo: a folder "
@@ -181,6 +204,11 @@ HELP = {
                 "in fine-tuning: the backbone rebuilt causal with the same weights) or "
                 "ltr_bilstm (ltr + a randomly initialized BiLSTM on the sequence output, "
                 "fine-tuning only: the paper's '+ BiLSTM').",
+    "checkpoint_every_steps": "Steps between checkpoints (in <output_dir>/checkpoints; every "
+                              "epoch end too). The same command run again after a crash "
+                              "resumes at the step after the last one.",
+    "log_every_steps": "Steps between progress lines (steps, examples/s, ETA, loss) and "
+                       "TensorBoard points (<output_dir>/tensorboard).",
     "export": "Write the fine-tuned model (SavedModel and model.keras). Off: scores, predictions "
               "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }
@@ -205,7 +233,14 @@ def resolve(cfg):
     from training.finetune_tasks import DEFAULT_LEARNING_RATE
     from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
 
-    if not cfg.task or not cfg.data_dir:
+    if cfg.task == "text_classification":  # your own files instead of a --data_dir
+        from training.text_classification_task import check_flags
+
+        check_flags(cfg)
+    elif cfg.train_file or cfg.dev_file or cfg.test_file:
+        raise SystemExit("--train_file, --dev_file and --test_file are read by "
+                         "--task=text_classification; the other tasks read --data_dir.")
+    elif not cfg.task or not cfg.data_dir:
         raise SystemExit("--task and --data_dir are required (see --help).")
     if cfg.ablation not in ABLATIONS:
         raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
@@ -287,25 +322,10 @@ def build_backbone(cfg, vocab_size):
 
 
 def _take(arrays, n):
-    return keras.tree.map_structure(lambda a: a[:n], arrays) if n else arrays
+    import keras
 
-
-class EvaluateEachEpoch(keras.callbacks.Callback):
-    """Scores every dev split with the task's metric after each epoch; the
-    scores join the epoch's logs (so `history` and summary.json hold them)."""
-
-    def __init__(self, task):
-        super().__init__()
-        self.task = task
-
-    def on_epoch_end(self, epoch, logs=None):
-        for split in self.task.eval_splits:
-            metrics, _ = self.task.evaluate(self.model, split)
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-            say(f"epoch {epoch + 1} {split}: {shown}")
-            if logs is not None:
-                logs.update({f"{split}_{k}": v for k, v in metrics.items()
-                             if isinstance(v, (int, float))})
+    # Sample weights are None for most tasks: kept as they are.
+    return keras.tree.map_structure(lambda a: a if a is None else a[:n], arrays) if n else arrays
 
 
 def main(argv):
@@ -338,15 +358,23 @@ def run(cfg):
 
 def _fine_tune(cfg, started):
     """The run itself, top to bottom: data -> model -> fit -> predictions -> export."""
+    import keras  # here, not at the top: the command's console is set up before TensorFlow loads
+
     keras.utils.set_random_seed(cfg.seed)
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     from keras_bert_impl.tokenizers import BertTokenizer
+    from training.curves import write_training_curves
     from training.distribution import make_strategy
     from training.distribution import replicas_batch
+    from training.finetune_loop import EvaluateEachEpoch
+    from training.finetune_loop import epoch_seed
+    from training.finetune_loop import fit_resumable
+    from training.finetune_loop import shuffled_batches
     from training.finetune_tasks import make_task
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
+    from training.train_log import TrainingLog
 
     if cfg.model == "gpt":
         from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
@@ -400,23 +428,31 @@ def _fine_tune(cfg, started):
     with strategy.scope():
         model = task.build_model(build_backbone(cfg, getattr(tokenizer, "vocab_size", None)))
         model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
-    if cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu":
-        # Batches of similar length cut to their longest row; TPUs want static shapes.
+    grouped = cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu"
+    if grouped:  # batches of similar length cut to their longest row; TPUs want static shapes
         if cfg.model == "xlnet":  # left padding: rows are cut from the left
             from training.finetune_xlnet import grouped_left_padded_batches as grouped_batches
         else:
             from tf_records.length_grouping import grouped_batches
 
-        train = dict(x=grouped_batches(x, y, sample_weight, cfg.batch_size,
-                                       cfg.length_grouping, cfg.seed),
-                     shuffle=False)  # grouped_batches shuffles the rows each epoch
-    else:
-        train = dict(x=x, y=y, sample_weight=sample_weight, batch_size=cfg.batch_size,
-                     shuffle=True)
-    if cfg.model == "elmo":  # rows of word ids -> character ids, batch by batch
-        train = dict(x=task.char_id_batches(model, **train), shuffle=False)
-    history = model.fit(**train, epochs=cfg.epochs, verbose=2,
-                        callbacks=[EvaluateEachEpoch(task)])
+    def epoch_batches(epoch):
+        """The epoch's batches, the same in every run (a resumed one skips those trained)."""
+        seed = epoch_seed(cfg.seed, epoch)
+        batches = grouped_batches(x, y, sample_weight, cfg.batch_size, cfg.length_grouping,
+                                  seed) if grouped else shuffled_batches(
+            x, y, sample_weight, cfg.batch_size, seed)
+        if cfg.model == "elmo":  # rows of word ids -> character ids, batch by batch
+            batches = task.char_id_batches(model, batches)
+        return batches
+
+    log_dir = os.path.join(cfg.output_dir, "tensorboard")
+    log = TrainingLog(total_steps, 0, steps_per_epoch, cfg.log_every_steps, cfg.batch_size,
+                      cfg.batch_size * cfg.max_seq_length, log_dir=log_dir, rate_label="ex/s")
+    history = fit_resumable(model, epoch_batches, cfg.epochs, steps_per_epoch, cfg.output_dir,
+                            cfg.checkpoint_every_steps, [EvaluateEachEpoch(task, log_dir)], log,
+                            strategy, dataclasses.asdict(cfg))
+    curves, _ = write_training_curves(log_dir)
+    say(f"Training curves -> {curves}")
     os.makedirs(cfg.output_dir, exist_ok=True)
     written = task.write_predictions(model, cfg.output_dir)
     for path in written:
@@ -424,28 +460,42 @@ def _fine_tune(cfg, started):
     from keras_bert_impl.serving import export_saved_model
 
     export_dir = os.path.join(cfg.output_dir, "export")
+    # text_classification's label strings, sorted: the exports answer with them.
+    labels = list(getattr(task, "class_labels", ())) or None
+    export_started = time.perf_counter()
+    if cfg.export:
+        say(f"Exporting to {export_dir} ...")
     if not cfg.export:
         say("--noexport: no SavedModel or model.keras written.")
     elif cfg.model == "gpt":
         from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 
-        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"))
+        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"), labels=labels)
     elif cfg.model == "elmo":
         from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 
-        export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"))
+        export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"),
+                                     labels=labels)
     elif cfg.model == "xlnet":
         from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
 
         export_xlnet_task_saved_model(model, os.path.join(export_dir, "saved_model"),
-                                      cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length)
+                                      cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length,
+                                      labels=labels)
     else:
         export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
-                           cfg.do_lower_case, cfg.max_seq_length)
+                           cfg.do_lower_case, cfg.max_seq_length, labels=labels)
     if cfg.export:
         model.save(os.path.join(export_dir, "model.keras"))
+        if labels:  # model.keras holds ids; this maps them back to the label strings
+            with open(os.path.join(export_dir, "labels.json.tmp"), "w", encoding="utf-8") as f:
+                json.dump(labels, f, ensure_ascii=False)
+            os.replace(os.path.join(export_dir, "labels.json.tmp"),
+                       os.path.join(export_dir, "labels.json"))
+        say(f"Exporting to {export_dir}: done in {time.perf_counter() - export_started:.1f} s")
     summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
-               "history": history.history, "predictions": written,
+               "history": history, "predictions": written,
+               **({"labels": labels} if labels else {}),
                "export": os.path.abspath(export_dir) if cfg.export else None,
                "wall_seconds": round(time.time() - started, 1)}
     path = os.path.join(cfg.output_dir, "summary.json")
@@ -461,9 +511,14 @@ def _fine_tune(cfg, started):
     return summary
 
 
-if __name__ == "__main__":
+def cli():
+    """`kbi-finetune` and `python -m training.finetune`: flags, then `main` on a quiet console."""
     define_flags(FinetuneConfig, HELP)
     try:
-        app.run(main)
+        console.run(main, __name__)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

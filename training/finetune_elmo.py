@@ -33,6 +33,7 @@ from training.finetune_tasks import GlueTask
 from training.finetune_tasks import NerTask
 from training.finetune_tasks import _glue_labels
 from training.finetune_tasks import _say
+from training.text_classification_task import TextClassificationTask
 
 # `--model=elmo`: the task network trains from scratch on frozen features,
 # as AllenNLP's ELMo taggers and classifiers (Adam, lr 1e-3, no weight
@@ -302,10 +303,17 @@ class ElmoNerTask(_ElmoTask, NerTask):
                                lstm_units=self.cfg.elmo_lstm_units)
 
 
+class ElmoTextClassificationTask(ElmoGlueTask, TextClassificationTask):
+    """`--model=elmo --task=text_classification`: your files as ELMo reads GLUE
+    (words of each text, `ElmoClassifier`; pairs `ElmoPairClassifier`)."""
+
+
 def make_elmo_task(cfg, tokenizer):
-    """The task object for `--model=elmo` (`glue/<name>` or `ner`)."""
+    """The task object for `--model=elmo` (`glue/<name>`, `text_classification` or `ner`)."""
     if cfg.task.startswith("glue/"):
         return ElmoGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    if cfg.task == "text_classification":
+        return ElmoTextClassificationTask(cfg, tokenizer, cfg.task)
     if cfg.task != "ner":
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}) or ner.")

@@ -34,6 +34,7 @@ from training.finetune_tasks import GlueTask
 from training.finetune_tasks import NerTask
 from training.finetune_tasks import SwagTask
 from training.finetune_tasks import _glue_labels
+from training.text_classification_task import TextClassificationTask
 
 # `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
 # 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),
@@ -213,10 +214,18 @@ class GptSwagTask(SwagTask):
         return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
 
 
+class GptTextClassificationTask(GptGlueTask, TextClassificationTask):
+    """`--model=gpt --task=text_classification`: your files as GPT reads GLUE
+    (`_start_ text _classify_`; pairs `_start_ a _delimiter_ b _classify_`)."""
+
+
 def make_gpt_task(cfg, tokenizer):
-    """The task object for `--model=gpt` (`glue/<name>`, `ner` or `swag`)."""
+    """The task object for `--model=gpt` (`glue/<name>`, `text_classification`, `ner` or
+    `swag`)."""
     if cfg.task.startswith("glue/"):
         return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    if cfg.task == "text_classification":
+        return GptTextClassificationTask(cfg, tokenizer, cfg.task)
     tasks = {"ner": GptNerTask, "swag": GptSwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "

@@ -51,8 +51,11 @@ from tasks import swag
 # from its grid {5e-5, 3e-5, 2e-5}: GLUE 5e-5 (the original
 # run_classifier.py default), SQuAD 3e-5 (the original README's run),
 # SWAG 2e-5 (Sec. 4.4), NER 5e-5.
-DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5}
-DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128}
+# Your own files (`--task=text_classification`) are classified as GLUE is.
+DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5,
+                         "text_classification": 5e-5}
+DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128,
+                          "text_classification": 128}
 
 
 def _say(message):
@@ -80,7 +83,13 @@ def _report_skipped(num_skipped, path):
 
 
 def _predict(model, x, batch_size):
-    return model.predict(x, batch_size=batch_size, verbose=0)
+    import keras
+
+    from training.progress import batch_progress
+
+    rows = len(next(iter(keras.tree.flatten(x))))
+    return model.predict(x, batch_size=batch_size, verbose=0, callbacks=[
+        batch_progress("Scoring", total=-(-rows // batch_size))])
 
 
 def _write_lines(path, lines):
@@ -374,15 +383,21 @@ class SwagTask:
 
 
 def make_task(cfg, tokenizer):
-    """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`).
+    """BERT's task object for `--task` (`glue/<name>`, `text_classification`,
+    `squad`, `ner`, `swag`).
 
     GPT's and ELMo's are `finetune_gpt.make_gpt_task` and
     `finetune_elmo.make_elmo_task` (they build on the classes here, so this
     file imports neither)."""
     if cfg.task.startswith("glue/"):
         return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    if cfg.task == "text_classification":  # it builds on GlueTask: imported late
+        from training.text_classification_task import TextClassificationTask
+
+        return TextClassificationTask(cfg, tokenizer)
     tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r}: use glue/<name> "
-                         f"({', '.join(sorted(glue.TASKS))}), squad, ner or swag.")
+                         f"({', '.join(sorted(glue.TASKS))}), text_classification, squad, ner "
+                         "or swag.")
     return tasks[cfg.task](cfg, tokenizer)

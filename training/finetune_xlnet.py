@@ -56,6 +56,7 @@ from training.finetune_tasks import SquadTask
 from training.finetune_tasks import SwagTask
 from training.finetune_tasks import _predict
 from training.finetune_tasks import _report_skipped
+from training.text_classification_task import TextClassificationTask
 
 # N=rows, S=max_seq_length
 
@@ -68,8 +69,10 @@ from training.finetune_tasks import _report_skipped
 # and the paper), clipping at 1.0, dropout 0.1 (the checkpoint's).
 # Layer-wise lr decay is 1.0 (off) as for GLUE in the paper. NER has no
 # original setting: GLUE's. Epochs: BERT's 3 (the original counts steps).
-XLNET_LEARNING_RATE = {"glue": 5e-5, "squad": 2e-5, "ner": 5e-5, "swag": 2e-5}
-XLNET_MAX_SEQ_LENGTH = {"glue": 128, "squad": 512, "ner": 128, "swag": 128}
+XLNET_LEARNING_RATE = {"glue": 5e-5, "squad": 2e-5, "ner": 5e-5, "swag": 2e-5,
+                       "text_classification": 5e-5}  # your own files: as GLUE
+XLNET_MAX_SEQ_LENGTH = {"glue": 128, "squad": 512, "ner": 128, "swag": 128,
+                        "text_classification": 128}
 XLNET_WARMUP_PROPORTION = 0.1
 XLNET_WEIGHT_DECAY = 0.0
 XLNET_ADAM_EPSILON = 1e-6
@@ -327,10 +330,17 @@ class XLNetSquadTask(SquadTask):
         return metrics, (predictions, nbest, null_odds)
 
 
+class XLNetTextClassificationTask(XLNetGlueTask, TextClassificationTask):
+    """`--model=xlnet --task=text_classification`: your files as XLNet reads GLUE."""
+
+
 def make_xlnet_task(cfg, tokenizer):
-    """The task object for `--model=xlnet` (`glue/<name>`, `squad`, `ner` or `swag`)."""
+    """The task object for `--model=xlnet` (`glue/<name>`, `text_classification`,
+    `squad`, `ner` or `swag`)."""
     if cfg.task.startswith("glue/"):
         return XLNetGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+    if cfg.task == "text_classification":
+        return XLNetTextClassificationTask(cfg, tokenizer, cfg.task)
     tasks = {"squad": XLNetSquadTask, "ner": XLNetNerTask, "swag": XLNetSwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=xlnet: use glue/<name> "

@@ -32,6 +32,8 @@ import gzip
 from absl import app
 from absl import flags
 
+from training import console
+
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("model", "bert", ["bert", "gpt", "xlnet"],
                   "Which tokenizer's vocabulary to learn.")
@@ -68,15 +70,12 @@ def main(argv):
     if FLAGS.model == "xlnet":
         learn_xlnet_vocab()
         return
-    from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
     from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+    from training.bert_recipe import learn_wordpiece
 
-    tokens = learn_vocab(
-        read_lines(FLAGS.input),
-        vocab_size=FLAGS.vocab_size,
-        do_lower_case=FLAGS.do_lower_case,
-        num_unused=FLAGS.num_unused,
-    )
+    files = input_files(FLAGS.input)
+    tokens = learn_wordpiece(read_lines(files), files, FLAGS.vocab_size, FLAGS.do_lower_case,
+                             num_unused=FLAGS.num_unused)
     write_vocab(tokens, FLAGS.output)
     print(f"Wrote {len(tokens)} tokens to {FLAGS.output}")
 
@@ -112,5 +111,10 @@ def learn_xlnet_vocab():
           f"to {model_file}")
 
 
+def cli():
+    """`kbi-learn-vocab` and `python -m training.learn_vocab`: `main` on a quiet console."""
+    console.run(main, __name__, output_flag=None)  # a vocabulary folder is no run folder
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli()

@@ -26,9 +26,9 @@ import os
 import sys
 import time
 
-from absl import app
 from absl import logging
 
+from training import console
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 from training.pretrain_common import is_tfrecords
@@ -361,9 +361,18 @@ def main(argv):
         model = _local_copy(recipe, model, vocab_size)  # evaluate and export outside the strategy
     summary = {"batches_trained": step, "replicas": strategy.num_replicas_in_sync}
     summary.update(recipe.evaluate(model, model_config, heldout_source, train_source, vocab_file))
+    from training.curves import write_heldout_scalars
+    from training.curves import write_training_curves
+    from training.progress import Timed
+
+    log_dir = os.path.join(cfg.output_dir, "tensorboard")
+    write_heldout_scalars(log_dir, step, summary)  # the held-out points of the curves
     export_dir = os.path.join(cfg.output_dir, "export")
-    exported = recipe.export(model, vocab_file, export_dir)
+    with Timed(f"Exporting to {export_dir}"):
+        exported = recipe.export(model, vocab_file, export_dir)
     summary["export"] = os.path.abspath(export_dir)
+    curves, _ = write_training_curves(log_dir)
+    say(f"Training curves -> {curves}")
     summary["wall_seconds"] = round(time.time() - started, 1)
     write_json(os.path.join(cfg.output_dir, "summary.json"), summary)
     say(f"Exported {exported}. Done in {time.time() - started:.0f} s.")
@@ -386,9 +395,14 @@ def _local_copy(recipe, model, vocab_size):
     return local
 
 
-if __name__ == "__main__":
+def cli():
+    """`kbi-pretrain` and `python -m training.pretrain`: flags, then `main` on a quiet console."""
     define_flags(PretrainConfig, HELP)
     try:
-        app.run(main)
+        console.run(main, __name__)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

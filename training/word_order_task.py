@@ -19,9 +19,9 @@ import hashlib
 import os
 import random
 
-from absl import app
 from absl import flags
 
+from training import console
 from training.default_corpus import default_documents
 
 MIN_WORDS, MAX_WORDS = 6, 30
@@ -116,9 +116,14 @@ def main(argv):
               f"{bag_of_words_accuracy(task, ngrams):.4f}")
 
 
-if __name__ == "__main__":
+def cli():
+    """`python -m training.word_order_task`: flags, then `main` on a quiet console."""
     flags.DEFINE_string("output_dir", "word_order_task", "Folder for train.tsv and dev.tsv.")
     flags.DEFINE_integer("num_train", 4000, "Training sentences.")
     flags.DEFINE_integer("num_dev", 1000, "Dev sentences.")
     flags.DEFINE_integer("seed", 0, "Sampling and swapping seed.")
-    app.run(main)
+    console.run(main, __name__)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,350 @@
+"""Your own labelled texts: CSV, TSV or JSON Lines files as classification examples.
+
+`read_text_file` reads one file of rows with a text column, optionally a
+second text column (sentence pairs) and a label column, the columns named by
+the file's header (CSV/TSV) or keys (JSON Lines):
+
+- the format comes from the extension: `.csv`, `.tsv`, `.jsonl`,
+  `.json-lines` or `.ndjson`;
+- a CSV/TSV's delimiter is sniffed (`csv.Sniffer` on the first 64 KiB, among
+  `,` `;` tab `|`, checked against the header), so `;`-separated exports of
+  spreadsheet programs read as they are; quoted fields, doubled quotes and
+  newlines inside quotes are the `csv` module's;
+- every example remembers the physical line its record starts on, and every
+  error names the file, that line and the column: a column the header lacks,
+  an empty text or label, a row with the wrong number of fields, a label the
+  training file never had (dev), bytes that are not UTF-8, JSON that does
+  not parse. `skip_bad_input=True` skips such rows instead and counts them
+  by reason (a missing header column or an unknown extension still stops).
+
+Labels are strings (a JSON number or boolean as JSON writes it: `1`,
+`true`), stripped of surrounding spaces; `label_list` sorts the training
+file's, so label ids stay the same across runs. `classification_metrics`
+scores predicted label ids as the usual reports do: accuracy, macro-F1,
+per-class precision / recall / F1 and the confusion matrix (scikit-learn's).
+"""
+
+import bisect
+import csv
+import dataclasses
+import io
+import json
+import os
+
+import numpy as np
+import sklearn.metrics
+
+from tasks.glue import InputExample
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json-lines": "jsonl",
+           ".ndjson": "jsonl"}
+DELIMITERS = ",;\t|"
+SNIFF_CHARS = 65536
+
+
+class BadInputError(ValueError):
+    """A file that cannot be read as asked; the message names file, line and column."""
+
+
+class _BadRow(BadInputError):
+    """One bad row: skipped and counted under `skip_bad_input=True`."""
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclasses.dataclass(frozen=True)
+class TextFile:
+    """One file read: `examples` (`tasks.glue.InputExample`, guid
+    `"{split}-{line}"`, label None when no label column was asked for),
+    `lines` (the physical line each example's record starts on, 1-based) and
+    `skipped` (reason -> rows skipped)."""
+
+    path: str
+    examples: list
+    lines: list
+    skipped: dict
+
+    @property
+    def num_skipped(self):
+        return sum(self.skipped.values())
+
+
+def file_format(path):
+    """`"csv"`, `"tsv"` or `"jsonl"` from the file's extension."""
+    lowered = path.lower()
+    for extension, kind in FORMATS.items():
+        if lowered.endswith(extension):
+            return kind
+    raise BadInputError(f"{path}: unknown format; name the file *.csv, *.tsv or *.jsonl "
+                        f"(accepted: {', '.join(FORMATS)}).")
+
+
+def read_text_file(path, text_column, label_column=None, text_b_column=None, labels=None,
+                   skip_bad_input=False, split=None):
+    """Reads a CSV, TSV or JSON Lines file of texts (and labels).
+
+    Args:
+        path: str. The file; its extension says the format.
+        text_column: str. The text's column (header name or JSON key).
+        label_column: str or None. The label's column; None reads no labels
+            (a test file).
+        text_b_column: str or None. The second text of sentence pairs.
+        labels: tuple of str or None. The labels allowed (dev: the training
+            file's); None allows any.
+        skip_bad_input: bool. Skip and count bad rows instead of raising.
+        split: str or None. Names the examples (`"{split}-{line}"`); None:
+            the file's stem.
+
+    Returns:
+        A `TextFile`.
+
+    Raises:
+        BadInputError: naming the file, line and column of what is wrong.
+
+    Example:
+    >>> train = read_text_file("news.csv", "title", "label", text_b_column="body")
+    >>> train.examples[0].text_a, train.examples[0].label, train.lines[0]
+    ('Markets rally as rates hold', 'business', 2)
+    """
+    kind = file_format(path)
+    if not os.path.isfile(path):
+        raise BadInputError(f"{path}: no such file.")
+    with open(path, "rb") as f:
+        raw = f.read()
+    # Bytes that are not UTF-8 become lone surrogates, found per row below,
+    # so one bad row names its line (or is skipped) instead of failing the file.
+    text = raw.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    columns = [c for c in (text_column, text_b_column, label_column) if c]
+    reader = _read_jsonl if kind == "jsonl" else _read_csv
+    examples, lines, skipped = [], [], {}
+    stem = split or os.path.splitext(os.path.basename(path))[0]
+    for line, values in reader(path, text, columns, kind):
+        try:
+            texts, label = _check_row(path, line, values, text_column, text_b_column,
+                                      label_column, labels)
+        except _BadRow as e:
+            if not skip_bad_input:
+                raise BadInputError(f"{e} Pass --skip_bad_input to skip and count such rows.") \
+                    from None
+            skipped[e.reason] = skipped.get(e.reason, 0) + 1
+            continue
+        examples.append(InputExample(f"{stem}-{line}", *texts, label=label))
+        lines.append(line)
+    if not examples:
+        raise BadInputError(f"{path}: no rows{' left after skipping bad ones' if skipped else ''}.")
+    return TextFile(path, examples, lines, skipped)
+
+
+def label_list(examples):
+    """The sorted label strings of `examples`; at least two are needed."""
+    found = sorted({e.label for e in examples})
+    if len(found) < 2:
+        raise BadInputError(f"Classification needs at least 2 labels; the training file has "
+                            f"{found}.")
+    return tuple(found)
+
+
+# --- Reading ---------------------------------------------------------------------------------
+
+
+def _line_starts(text):
+    """Offset of each physical line in `text`, as the `csv` module counts lines."""
+    starts, offset = [], 0
+    for line in io.StringIO(text, newline=""):
+        starts.append(offset)
+        offset += len(line)
+    return starts or [0]
+
+
+def _sniff_delimiter(path, text, columns, kind):
+    """The delimiter whose header holds every asked-for column: csv.Sniffer's
+    guess first, the extension's next, then the others; the extension's if
+    none fits (the missing-column error then shows that header)."""
+    default = "\t" if kind == "tsv" else ","
+    sample = text[:SNIFF_CHARS]
+    if len(text) > SNIFF_CHARS and "\n" in sample:
+        sample = sample[: sample.rindex("\n")]  # whole lines only
+    try:
+        sniffed = csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        sniffed = default
+    candidates = [sniffed, default] + [d for d in DELIMITERS if d not in (sniffed, default)]
+    header = text.splitlines()[0] if text else ""
+    for delimiter in candidates:
+        names = [n.strip() for n in next(csv.reader([header], delimiter=delimiter), [])]
+        if all(c in names for c in columns):
+            return delimiter
+    return default
+
+
+def _read_csv(path, text, columns, kind):
+    """`(line, {column: value})` per record of a CSV/TSV, the header checked."""
+    delimiter = _sniff_delimiter(path, text, columns, kind)
+    starts = _line_starts(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True)
+    shown = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}[delimiter]
+    next_line, names = 1, None
+    while True:
+        line = next_line
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:  # e.g. a NUL byte, or a field past csv's size limit
+            raise BadInputError(f"{path}, line {reader.line_num}: not {kind.upper()} ({e}).") \
+                from None
+        next_line = reader.line_num + 1  # a quoted field may span lines; name the first
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # a blank line holds no record
+        if names is None:
+            names = [n.strip() for n in row]
+            if any(_is_surrogate(ch) for name in names for ch in name):
+                raise BadInputError(f"{path}, line 1: the header is not UTF-8; save the "
+                                    "file as UTF-8.")
+            missing = [c for c in columns if c not in names]
+            if missing:
+                raise BadInputError(
+                    f"{path}, line 1: no column {missing[0]!r} in the header ({shown}-"
+                    f"separated, sniffed): {names}. Name the column with --text_column, "
+                    "--text_b_column or --label_column.")
+            continue
+        if len(row) != len(names):
+            where = names[len(row)] if len(row) < len(names) else f"{len(names) + 1} (past " \
+                f"the header's {len(names)})"
+            yield line, _BadRow(
+                f"{path}, line {line}, column {where!r}: expected {len(names)} {shown}-separated "
+                f"fields (the header's), found {len(row)}"
+                f"{' (an unclosed quote?)' if len(row) < len(names) else ''}.", "wrong fields")
+            continue
+        values = {c: row[names.index(c)] for c in columns}
+        bad = _undecodable_field(path, text, starts, line, values)
+        yield line, bad or values
+    if names is None:
+        raise BadInputError(f"{path}: empty file (no header).")
+
+
+def _read_jsonl(path, text, columns, kind):
+    """`(line, {column: value})` per JSON object line."""
+    # "\n" only: U+2028 and friends may sit raw inside JSON strings.
+    for line, record in enumerate(text.split("\n"), start=1):
+        record = record.removesuffix("\r")
+        if not record.strip():
+            continue
+        try:
+            value = json.loads(record)
+        except json.JSONDecodeError as e:
+            yield line, _BadRow(f"{path}, line {line}, column {e.colno}: not JSON ({e.msg}).",
+                                "not JSON")
+            continue
+        if not isinstance(value, dict):
+            yield line, _BadRow(f"{path}, line {line}, column 1: expected a JSON object "
+                                f"{{...}}, found {type(value).__name__}.", "not an object")
+            continue
+        missing = [c for c in columns if c not in value]
+        if missing:
+            yield line, _BadRow(f"{path}, line {line}, column {missing[0]!r}: no such key; the "
+                                f"object has {sorted(value)}.", "missing column")
+            continue
+        values = {c: value[c] for c in columns}
+        position = next((i for i, ch in enumerate(record) if _is_surrogate(ch)), None)
+        if position is not None:
+            key = next((c for c, v in values.items() if isinstance(v, str)
+                        and any(map(_is_surrogate, v))), None)
+            where = f"{key!r} (character {position + 1})" if key else position + 1
+            yield line, _not_utf8(path, line, where, record[position])
+            continue
+        yield line, values
+
+
+def _is_surrogate(ch):
+    return "\udc80" <= ch <= "\udcff"  # an undecodable byte under surrogateescape
+
+
+def _not_utf8(path, line, where, ch):
+    byte = ord(ch) - 0xDC00
+    return _BadRow(f"{path}, line {line}, column {where}: byte 0x{byte:02x} is not UTF-8; save "
+                   "the file as UTF-8.", "not UTF-8")
+
+
+def _undecodable_field(path, text, starts, line, values):
+    """A `_BadRow` when a field of the record starting at `line` holds bytes
+    that are not UTF-8 (naming their physical line and column), else None."""
+    for column, value in values.items():
+        ch = next((c for c in value if _is_surrogate(c)), None)
+        if ch is not None:
+            position = text.index(ch, starts[line - 1])
+            at = bisect.bisect_right(starts, position)  # the 1-based physical line
+            return _not_utf8(path, at, f"{column!r} (character {position - starts[at - 1] + 1})",
+                             ch)
+    return None
+
+
+def _check_row(path, line, values, text_column, text_b_column, label_column, labels):
+    """`([text_a(, text_b)], label)` of one record, or `_BadRow` raised."""
+    if isinstance(values, _BadRow):
+        raise values
+    texts = []
+    for column in (text_column, text_b_column):
+        if not column:
+            continue
+        value = values[column]
+        if value is not None and not isinstance(value, str):
+            raise _BadRow(f"{path}, line {line}, column {column!r}: expected text, found "
+                          f"{json.dumps(value)[:80]}.", "not text")
+        if not value or not value.strip():
+            raise _BadRow(f"{path}, line {line}, column {column!r}: empty text.", "empty text")
+        texts.append(value)
+    label = None
+    if label_column:
+        label = values[label_column]
+        label = (label if isinstance(label, str) else json.dumps(label)).strip()
+        if not label or label == "null":
+            raise _BadRow(f"{path}, line {line}, column {label_column!r}: empty label.",
+                          "empty label")
+        if labels is not None and label not in labels:
+            shown = ", ".join(repr(x) for x in labels[:20]) + (", ..." if len(labels) > 20 else "")
+            raise _BadRow(f"{path}, line {line}, column {label_column!r}: label {label!r} is "
+                          f"not in the training file (its {len(labels)} labels: {shown}).",
+                          "unseen label")
+    return texts, label
+
+
+# --- Metrics ---------------------------------------------------------------------------------
+
+
+def classification_metrics(gold, predicted, labels):
+    """Accuracy, macro-F1, per-class precision / recall / F1 and the confusion matrix.
+
+    Macro-F1 averages the classes that occur in `gold` or `predicted`
+    (scikit-learn's default set), so a training label absent from dev and
+    never predicted does not count as a zero. A class never predicted has
+    precision 0, one never in `gold` recall 0 (`zero_division=0`).
+
+    Args:
+        gold: int `(N,)` label ids.
+        predicted: int `(N,)` label ids.
+        labels: tuple of str. The label of each id.
+
+    Returns:
+        dict: `accuracy`, `macro_f1` (floats 0..1), `per_class` (label ->
+        `precision`, `recall`, `f1`, `support`) and `confusion_matrix`
+        (rows: gold, columns: predicted, in `labels` order).
+    """
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    ids = list(range(len(labels)))
+    precision, recall, f1, support = sklearn.metrics.precision_recall_fscore_support(
+        gold, predicted, labels=ids, zero_division=0)
+    present = sorted(set(gold.tolist()) | set(predicted.tolist()))
+    return {
+        "accuracy": float(sklearn.metrics.accuracy_score(gold, predicted)),
+        "macro_f1": float(np.mean(f1[present])) if present else 0.0,
+        "per_class": {label: {"precision": float(precision[i]), "recall": float(recall[i]),
+                              "f1": float(f1[i]), "support": int(support[i])}
+                      for i, label in enumerate(labels)},
+        "confusion_matrix": sklearn.metrics.confusion_matrix(
+            gold, predicted, labels=ids).tolist(),
+    }
+
