@@ -392,6 +392,9 @@ def _fine_tune(cfg, started):
 
         tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     else:
+        if cfg.task == "text_classification":  # it builds on finetune_tasks.GlueTask
+            from training.text_classification_task import TextClassificationTask as make_task
+
         tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     try:  # bad input files: the message names the file and line; no traceback
         task = make_task(cfg, tokenizer)

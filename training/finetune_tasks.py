@@ -383,18 +383,14 @@ class SwagTask:
 
 
 def make_task(cfg, tokenizer):
-    """BERT's task object for `--task` (`glue/<name>`, `text_classification`,
-    `squad`, `ner`, `swag`).
+    """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`).
 
     GPT's and ELMo's are `finetune_gpt.make_gpt_task` and
-    `finetune_elmo.make_elmo_task` (they build on the classes here, so this
-    file imports neither)."""
+    `finetune_elmo.make_elmo_task`, BERT's `text_classification`
+    `text_classification_task.TextClassificationTask` (they build on the
+    classes here, so this file imports none of them)."""
     if cfg.task.startswith("glue/"):
         return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
-    if cfg.task == "text_classification":  # it builds on GlueTask: imported late
-        from training.text_classification_task import TextClassificationTask
-
-        return TextClassificationTask(cfg, tokenizer)
     tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r}: use glue/<name> "
