@@ -46,6 +46,35 @@ def test_learned_vocab_layout_and_coverage(tmp_path):
     assert len(pieces) < 2.5 * words  # WordPiece, not characters
 
 
+def test_threshold_rounds_equal_tensorflow_text():
+    """Our rounds (the threshold-free first iteration counted once) give
+    tensorflow-text's `learn_with_thresh` vocabulary exactly, with and
+    without the joiner, at thresholds from 1 to above every count; and the
+    whole search gives `learn`'s vocabulary."""
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as lib
+
+    from keras_bert_impl.tokenizers import vocab_learner
+    from keras_bert_impl.tokenizers.vocab_learner import count_words
+    from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
+    from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
+
+    counts = count_words(_stdlib_text())
+    words = list(counts.items())
+    for joiner in (True, False):
+        params = lib.Params(upper_thresh=int(1e7), lower_thresh=1, num_iterations=4,
+                            max_input_tokens=int(5e6), max_token_length=50,
+                            max_unique_chars=1000, vocab_size=800, slack_ratio=0.05,
+                            include_joiner_token=joiner, joiner="##",
+                            reserved_tokens=reserved_tokens())
+        first = vocab_learner._first_iteration(words, params)
+        for thresh in (1, 2, 3, 7, 40, 500, 10**7):
+            ours = vocab_learner._learn_with_thresh(words, first, thresh, params)
+            assert ours == lib.learn_with_thresh(words, thresh, params), (joiner, thresh)
+    reference = lib.learn(words, vocab_size=800, reserved_tokens=reserved_tokens(),
+                          lower_thresh=1)
+    assert learn_from_counts(counts, 800, reserved_tokens()) == reference
+
+
 def test_learn_vocab_bad_arguments():
     with pytest.raises(ValueError, match="no room"):
         learn_vocab(["a b c"], vocab_size=50)
