@@ -27,9 +27,14 @@ Signatures:
   `with_labels` does the same for the other families' exports.
 
 The SavedModel needs only `tensorflow` and `tensorflow_text` to load.
-Requests longer than `max_position_embeddings` fail with an
-`InvalidArgumentError` saying so; an empty batch returns empty outputs; an
-empty string is `[CLS] [SEP]`.
+Every request is checked in the graph (`serving_checks`): word ids in
+`[0, vocab_size)`, type ids in `[0, type_vocab_size)`, `input_mask` 0 or 1,
+the three inputs of one shape and of the signature's rank, 1 to
+`max_position_embeddings` tokens, `masked_lm_positions` of the ids' batch
+and in `[0, S)`; a bad request fails with an `InvalidArgumentError` naming
+the input and the range, e.g. `input_word_ids: values must be in
+[0, 30522) (vocab_size); got min -5 max 17`. An empty batch returns empty
+outputs; an empty string is `[CLS] [SEP]`.
 """
 
 import os
@@ -43,6 +48,8 @@ from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.serving_checks import checked_ids
+from keras_bert_impl.serving_checks import checked_positions
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
@@ -100,12 +107,21 @@ class _Serving(tf.Module):
         self.max_seq_length = max_seq_length
         self.max_positions = self.backbone.bert_config.max_position_embeddings
 
+    def checked(self, inputs):
+        """`inputs` after the request checks (`serving_checks`)."""
+        config = self.backbone.bert_config
+        rank = len(self.model.input["input_word_ids"].shape)
+        return checked_ids(
+            {name: inputs[name] for name in INPUT_NAMES}, [None] * rank,
+            {"input_word_ids": (config.vocab_size, "vocab_size"),
+             "input_type_ids": (config.type_vocab_size, "type_vocab_size"),
+             "input_mask": (2, "0 or 1")},
+            self.max_positions, "max_position_embeddings")
+
     def outputs(self, inputs, masked_lm_positions=None):
-        length = tf.shape(inputs["input_word_ids"])[-1]
-        tf.debugging.assert_less_equal(
-            length, self.max_positions,
-            message=f"Sequences may be at most max_position_embeddings={self.max_positions} "
-                    "tokens long")
+        inputs = self.checked(inputs)
+        if masked_lm_positions is not None:
+            masked_lm_positions = checked_positions(masked_lm_positions, inputs["input_word_ids"])
         if isinstance(self.model, BertTaskModel):
             out = self.model(inputs, training=False)
             out = out if isinstance(out, dict) else {self.model.output_name: out}

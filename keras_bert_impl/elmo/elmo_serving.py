@@ -11,19 +11,52 @@ Signatures (both stateless: every sentence starts from zero LSTM states):
 Both return `lm_embeddings` float32 `(B, L + 1, T, 2P)` (layer 0 `[x; x]`,
 then each LSTM layer `[forward; backward]`, the sentence boundaries
 removed, 0 on padding: bilm-tf's `BidirectionalLanguageModel` output) and
-`mask` int32 `(B, T)`. The SavedModel needs only `tensorflow`.
+`mask` int32 `(B, T)`. `char_ids` are checked in the graph
+(`checked_char_ids`): a bad request fails with an `InvalidArgumentError`
+naming the input and the range. An empty batch returns empty outputs. The
+SavedModel needs only `tensorflow`.
 """
 
 import keras
 import tensorflow as tf
 
 from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
+from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
 from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.serving_checks import checked_ids
 
 # B=batch, T=tokens, C=characters per token, L=LSTM layers, P=projection
+
+
+def checked_char_ids(char_ids, config, shape):
+    """`char_ids` of a served request after the checks of
+    `serving_checks.checked_ids`: `shape` (its rank and fixed sizes, the
+    last `max_characters_per_token`), ids in `[0, n_characters)`, at least
+    one token (the LSTMs set no longest sequence)."""
+    return checked_ids({INPUT_NAME: char_ids}, shape,
+                       {INPUT_NAME: (config.n_characters, "n_characters; 0 is padding")},
+                       length_axis=-2)[INPUT_NAME]
+
+
+def on_rows(fn, char_ids):
+    """`fn(char_ids)` for a batch of any size, an empty one included.
+
+    TensorFlow's CPU convolution rejects an empty batch, so the character
+    CNN cannot run on none: an empty batch gets a row of padding (all 0: no
+    token; at least 3 of them, `<S>`, one word, `</S>`, so that a task
+    model's LSTMs have a step to run), and every output is cut back to the
+    batch.
+    """
+    shape = tf.shape(char_ids)
+    empty = tf.cast(tf.equal(shape[0], 0), tf.int32)
+    padding = [[0, 0]] * len(char_ids.shape)
+    padding[0] = [0, empty]
+    padding[-2] = [0, empty * tf.maximum(3 - shape[-2], 0)]  # the token axis
+    out = fn(tf.pad(char_ids, padding))  # (max(B, 1), ...) in
+    return tf.nest.map_structure(lambda value: value[:shape[0]], out)
 
 
 def stateless_copy(backbone):
@@ -44,7 +77,9 @@ class _ElmoServing(tf.Module):
         self.max_chars = backbone.elmo_config.max_characters_per_token
 
     def outputs(self, char_ids):
-        out = self.backbone(char_ids, training=False)
+        char_ids = checked_char_ids(char_ids, self.backbone.elmo_config,
+                                    [None, None, self.max_chars])
+        out = on_rows(lambda x: self.backbone(x, training=False), char_ids)
         layers, mask = [], None
         for layer in out["lm_embeddings"]:  # L + 1 of (B, T + 2, 2P)
             inner, mask = remove_sentence_boundaries(keras.ops.cast(layer, "float32"), out["mask"])

@@ -13,18 +13,24 @@ training):
 
 Splitting text into words stays with the client (the fine-tuning entry
 point uses BERT's basic tokenization without lowercasing). The SavedModel
-needs only `tensorflow`.
+needs only `tensorflow`. `char_ids` are checked in the graph
+(`checked_char_ids`), and `tokens_a` and `tokens_b` must be of one batch: a
+bad request fails with an `InvalidArgumentError` naming the input. An
+empty batch returns empty outputs.
 """
 
 import tensorflow as tf
 
 from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
+from keras_bert_impl.elmo.elmo_serving import checked_char_ids
+from keras_bert_impl.elmo.elmo_serving import on_rows
 from keras_bert_impl.elmo.elmo_task_models import ElmoTaskModel
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
+from keras_bert_impl.serving_checks import checked_shape
 
 # B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
 # token, K=classes or labels
@@ -38,7 +44,9 @@ class _ElmoTaskServing(tf.Module):
         self.tagger = isinstance(model, ElmoTokenTagger)
 
     def outputs(self, char_ids):
-        logits = self.model({INPUT_NAME: char_ids}, training=False)
+        char_ids = checked_char_ids(char_ids, self.model.backbone.elmo_config,
+                                    list(self.model.input[INPUT_NAME].shape))
+        logits = on_rows(lambda x: self.model({INPUT_NAME: x}, training=False), char_ids)
         return label_outputs(self, {"logits": tf.cast(logits, tf.float32)})
 
     def _char_ids(self, tokens):
@@ -54,6 +62,8 @@ class _ElmoTaskServing(tf.Module):
         return out
 
     def pair_token_outputs(self, tokens_a, tokens_b):
+        tokens_b = checked_shape(tokens_b, "tokens_b", tf.stack([tf.shape(tokens_a)[0], -1]),
+                                 "(batch of tokens_a, any)")
         a, b = self._char_ids(tokens_a), self._char_ids(tokens_b)  # (B, Ta, C), (B, Tb, C)
         length = tf.maximum(tf.shape(a)[1], tf.shape(b)[1])
         a = tf.pad(a, [[0, 0], [0, length - tf.shape(a)[1]], [0, 0]])  # (B, T, C)

@@ -14,8 +14,11 @@ Signatures:
   `serving_default` plus the packed `input_word_ids`, `input_mask` and
   `next_token_id` (the greedy next token after each text).
 
-Requests longer than `n_positions` fail with an `InvalidArgumentError`
-saying so. The SavedModel needs only `tensorflow` and `tensorflow_text`.
+Every request is checked in the graph (`serving_checks`): ids in
+`[0, vocab_size)`, `input_mask` 0 or 1, both inputs of one shape and rank,
+1 to `n_positions` tokens; a bad one fails with an `InvalidArgumentError`
+naming the input and the range. An empty batch returns empty outputs. The
+SavedModel needs only `tensorflow` and `tensorflow_text`.
 """
 
 import keras
@@ -27,6 +30,7 @@ from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
+from keras_bert_impl.serving_checks import checked_ids
 
 # B=batch, S=sequence
 
@@ -65,11 +69,14 @@ class _GptServing(tf.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.max_positions = backbone.gpt_config.n_positions
+        self.rank = len(model.input["input_word_ids"].shape)
 
     def outputs(self, inputs):
-        tf.debugging.assert_less_equal(
-            tf.shape(inputs["input_word_ids"])[-1], self.max_positions,
-            message=f"Sequences may be at most n_positions={self.max_positions} tokens long")
+        inputs = checked_ids(
+            {name: inputs[name] for name in INPUT_NAMES}, [None] * self.rank,
+            {"input_word_ids": (self.backbone.gpt_config.vocab_size, "vocab_size"),
+             "input_mask": (2, "0 or 1")},
+            self.max_positions, "n_positions")
         if self.task:
             return label_outputs(
                 self, {"logits": tf.cast(self.model(inputs, training=False), tf.float32)})

@@ -3,9 +3,26 @@
 import tensorflow as tf
 
 from keras_bert_impl.serving import save_module_atomic
+from keras_bert_impl.serving_checks import checked_ids
+from keras_bert_impl.serving_checks import checked_shape
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
+from keras_bert_impl.xlnet.xlnet_backbone import BASE_INPUTS
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
+
+# B=batch, L=sequence, P=predicted positions
+
+
+def checked_xlnet_ids(inputs, config, rank=2):
+    """XLNet's int inputs of a served request after the checks of
+    `serving_checks.checked_ids`: word ids in `[0, vocab_size)`,
+    `input_mask` 0 or 1 (1 = padding), one shape, at least one token.
+    `input_type_ids` may hold any value: XLNet only compares two segment ids
+    for equality (relative segment encoding), and relative positions set
+    no longest sequence."""
+    return checked_ids({name: inputs[name] for name in BASE_INPUTS}, [None] * rank,
+                       {"input_word_ids": (config.vocab_size, "vocab_size"),
+                        "input_mask": (2, "0 or 1, 1 = padding")})
 
 
 def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_lower_case=False,
@@ -20,7 +37,11 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     `(B, P, V)`; `serving_text` (`text` `(B,)`, given `spm_file`): XLNet's
     tokenizer in the graph, packed `A <sep> <cls>` left-padded to
     `max_seq_length` -> the packed ids and `serving_default`'s outputs. No
-    memory: every request starts from none.
+    memory: every request starts from none. Requests are checked in the
+    graph (`checked_xlnet_ids`; `perm_mask` and `target_mapping` must fit
+    the ids' batch and length); a bad one fails with an
+    `InvalidArgumentError` naming the input. An empty batch returns empty
+    outputs.
 
     Returns:
         The names of the signatures written.
@@ -38,6 +59,7 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     module.tokenizer = tokenizer
 
     def content(inputs):
+        inputs = checked_xlnet_ids(inputs, config)
         batch, length = tf.shape(inputs["input_word_ids"])[0], tf.shape(inputs["input_word_ids"])[1]
         x = {"input_word_ids": inputs["input_word_ids"],
              "input_type_ids": inputs["input_type_ids"],
@@ -59,6 +81,13 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
         ids_spec, tf.TensorSpec([None, None, None], tf.float32, name="perm_mask"),
         tf.TensorSpec([None, None, None], tf.float32, name="target_mapping")])
     def serving_plm(inputs, perm_mask, target_mapping):
+        inputs = checked_xlnet_ids(inputs, config)
+        batch, length = tf.shape(inputs["input_word_ids"])[0], tf.shape(inputs["input_word_ids"])[1]
+        perm_mask = checked_shape(perm_mask, "perm_mask", tf.stack([batch, length, length]),
+                                  "(batch, length, length) of input_word_ids")
+        target_mapping = checked_shape(target_mapping, "target_mapping",
+                                       tf.stack([batch, -1, length]),
+                                       "(batch, any, length) of input_word_ids")
         x = {"input_word_ids": inputs["input_word_ids"],
              "input_type_ids": inputs["input_type_ids"],
              "input_mask": tf.cast(inputs["input_mask"], tf.float32),

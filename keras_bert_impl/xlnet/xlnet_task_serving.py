@@ -7,6 +7,7 @@ from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
+from keras_bert_impl.xlnet.xlnet_serving import checked_xlnet_ids
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetTaskModel
 
 
@@ -26,6 +27,9 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
       left-padded to `max_seq_length`; outputs as above plus the packed
       inputs. For span QA pass the paragraph as `text_a` and the question
       as `text_b` (XLNet's SQuAD layout); one window, no doc stride.
+
+    Requests are checked in the graph (`checked_xlnet_ids`): a bad one fails
+    with an `InvalidArgumentError` naming the input and the range.
 
     Args:
         model: an `XLNetTaskModel`.
@@ -50,6 +54,7 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
     with_labels(module, model, labels)
 
     def outputs(inputs):
+        inputs = checked_xlnet_ids(inputs, model.backbone.xlnet_config, rank)
         out = model(inputs, training=False)
         out = out if isinstance(out, dict) else {model.output_name: out}
         return label_outputs(module, {name: tf.cast(value, tf.float32)
