@@ -263,6 +263,13 @@ def test_elmo_pairs_from_jsonl_export_label_strings(tmp_path):
                                                             logits.argmax(-1)]
     np.testing.assert_allclose(served["probabilities"].numpy(),
                                tf.nn.softmax(logits).numpy(), atol=1e-6)
+    # Raw strings: split in the graph into the same words, so the same answers.
+    texts = serving.signatures["serving_text_pair"](
+        text_a=tf.constant(["Markets rally", "Striker  injured"]),
+        text_b=tf.constant(["Shares rose.", "He is out"]))
+    np.testing.assert_allclose(texts["logits"].numpy(), logits, atol=1e-5)
+    assert [s.decode() for s in texts["label"].numpy()] == [s.decode() for s in
+                                                           served["label"].numpy()]
 
 
 def test_xlnet_pairs_from_csv_export_label_strings(tmp_path):

@@ -18,7 +18,11 @@ After each epoch dev is scored with accuracy, macro-F1 and per-class
 precision / recall / F1; at the end the run folder gets `metrics.json`,
 `dev_predictions.csv` (line, text(s), gold, predicted, probability),
 `confusion_matrix.png` and, with `--test_file`, `test_predictions.csv`. The
-label list (`class_labels`) is what the entry point saves with the model.
+label list (`class_labels`) is what the entry point saves with the model:
+every family's SavedModel takes raw strings (`serving_text`, or
+`serving_text_pair` with `--text_b_column`), tokenizes them in the graph as
+this task's `_encode` does for that family, and returns `label` (strings)
+and `probabilities` besides `logits`.
 """
 
 import csv

@@ -1,4 +1,4 @@
-"""SavedModel export of an ELMo biLM: raw tokens in, bilm-tf's `lm_embeddings` out.
+"""SavedModel export of an ELMo biLM: raw tokens or text in, bilm-tf's `lm_embeddings` out.
 
 Signatures (both stateless: every sentence starts from zero LSTM states):
 - `serving_default`: `tokens` string `(B, T)`, whitespace-free tokens of
@@ -7,14 +7,17 @@ Signatures (both stateless: every sentence starts from zero LSTM states):
   TensorFlow ops).
 - `serving_char_ids`: `char_ids` int32 `(B, T + 2, C)` as `batch_char_ids`
   makes them (boundaries included).
+- `serving_text`: `text` string `(B,)`, raw sentences split into words in
+  the graph as the fine-tuning entry point splits them (`text_words`);
+  also returns those `words` string `(B, T)`, right-padded with "".
 
-Both return `lm_embeddings` float32 `(B, L + 1, T, 2P)` (layer 0 `[x; x]`,
+All return `lm_embeddings` float32 `(B, L + 1, T, 2P)` (layer 0 `[x; x]`,
 then each LSTM layer `[forward; backward]`, the sentence boundaries
 removed, 0 on padding: bilm-tf's `BidirectionalLanguageModel` output) and
 `mask` int32 `(B, T)`. `char_ids` are checked in the graph
 (`checked_char_ids`): a bad request fails with an `InvalidArgumentError`
 naming the input and the range. An empty batch returns empty outputs. The
-SavedModel needs only `tensorflow`.
+SavedModel needs only `tensorflow` (the word splitting is core string ops).
 """
 
 import keras
@@ -27,8 +30,29 @@ from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving_checks import checked_ids
+from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
 
 # B=batch, T=tokens, C=characters per token, L=LSTM layers, P=projection
+
+
+def text_words(text, name="text", max_words=None):
+    """Raw strings `(B,)` -> their words, string `tf.RaggedTensor` `(B, T)`.
+
+    The words ELMo's fine-tuning reads (`training.finetune --model=elmo`
+    splits text with `BasicTokenizer(do_lower_case=False)`: ELMo is cased)
+    in TF ops: BERT's basic tokenization (`graph_tokenizer.basic_tokenize`)
+    without lowercasing, so "Héllo, world!" is "Héllo" "," "world" "!". A
+    text of no words (empty, spaces, control characters) gives none.
+
+    Args:
+        text: string tensor `(B,)`; `name` names it in the rank check.
+        max_words: int or None. Words kept of each text (the entry point
+            keeps `max_seq_length - 2`).
+    """
+    text = checked_shape(text, name, tf.constant([-1]), "(batch,)")
+    words = basic_tokenize(text, do_lower_case=False)  # (B, None)
+    return words if max_words is None else words[:, :max_words]
 
 
 def checked_char_ids(char_ids, config, shape):
@@ -87,6 +111,11 @@ class _ElmoServing(tf.Module):
         return {"lm_embeddings": tf.stack(layers, axis=1),  # (B, L + 1, T, 2P)
                 "mask": tf.cast(mask, tf.int32)}  # (B, T)
 
+    def text_outputs(self, text):
+        words = text_words(text)  # (B, None)
+        out = self.outputs(char_ids_from_tokens(words, self.max_chars))  # (B, T + 2, C) in
+        return {**out, "words": words.to_tensor("")}  # (B, T)
+
     def token_outputs(self, tokens):
         ragged = tf.RaggedTensor.from_tensor(tokens, padding="")  # (B, None)
         out = self.outputs(char_ids_from_tokens(ragged, self.max_chars))  # (B, T' + 2, C) in
@@ -109,7 +138,7 @@ def export_elmo_saved_model(backbone, export_dir):
 
     Example:
     >>> export_elmo_saved_model(lm.backbone, "export/saved_model")
-    ('serving_default', 'serving_char_ids')
+    ('serving_default', 'serving_char_ids', 'serving_text')
     """
     if not isinstance(backbone, ElmoBackbone):
         raise ValueError(f"Expected an ElmoBackbone. Received: {type(backbone).__name__}.")
@@ -124,6 +153,12 @@ def export_elmo_saved_model(backbone, export_dir):
     def serving_char_ids(char_ids):
         return module.outputs(char_ids)
 
-    signatures = {"serving_default": serving_default, "serving_char_ids": serving_char_ids}
+    @tf.function(autograph=False,
+                 input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serving_text(text):
+        return module.text_outputs(text)
+
+    signatures = {"serving_default": serving_default, "serving_char_ids": serving_char_ids,
+                  "serving_text": serving_text}
     save_module_atomic(module, export_dir, signatures)
     return tuple(signatures)

@@ -1,4 +1,4 @@
-"""SavedModel export of ELMo task models: character ids in, and tokens in.
+"""SavedModel export of ELMo task models: character ids, tokens or raw text in.
 
 Signatures (the biLM stateless, every sentence from zero states, as in
 training):
@@ -11,12 +11,22 @@ training):
   `logits`; a tagger's are per word, laid out as `tokens` `(B, W, K)` (0
   on padding).
 
-Splitting text into words stays with the client (the fine-tuning entry
-point uses BERT's basic tokenization without lowercasing). The SavedModel
-needs only `tensorflow`. `char_ids` are checked in the graph
-(`checked_char_ids`), and `tokens_a` and `tokens_b` must be of one batch: a
-bad request fails with an `InvalidArgumentError` naming the input. An
-empty batch returns empty outputs.
+- Classifiers, raw text: `serving_text` (`text` string `(B,)`) for
+  `ElmoClassifier`, `serving_text_pair` (`text_a`, `text_b`) for
+  `ElmoPairClassifier`. Each text is split into words in the graph as the
+  fine-tuning entry point splits it (`elmo_serving.text_words`: BERT's basic
+  tokenization without lowercasing), cut to `max_seq_length - 2` words as
+  it cuts them, then read as `serving_tokens` reads words. They return
+  `logits` and the `words` (`words_a`, `words_b`) string `(B, W)` read,
+  right-padded with "". A tagger serves words only (`serving_tokens`): its
+  labels belong to the words the client gave, as CoNLL's.
+
+Classifiers exported with `labels=` also return `probabilities` and `label`
+(strings) from every signature. The SavedModel needs only `tensorflow`.
+`char_ids` are checked in the graph (`checked_char_ids`), and `tokens_a`
+and `tokens_b` (`text_a` and `text_b`) must be of one batch: a bad request
+fails with an `InvalidArgumentError` naming the input. An empty batch
+returns empty outputs.
 """
 
 import tensorflow as tf
@@ -25,6 +35,9 @@ from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_serving import checked_char_ids
 from keras_bert_impl.elmo.elmo_serving import on_rows
+from keras_bert_impl.elmo.elmo_serving import text_words
+from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
+from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTaskModel
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.serving import label_outputs
@@ -37,10 +50,11 @@ from keras_bert_impl.serving_checks import checked_shape
 
 
 class _ElmoTaskServing(tf.Module):
-    def __init__(self, model):
+    def __init__(self, model, max_words):
         super().__init__()
         self.model = model
         self.max_chars = model.backbone.max_characters_per_token
+        self.max_words = max_words
         self.tagger = isinstance(model, ElmoTokenTagger)
 
     def outputs(self, char_ids):
@@ -52,6 +66,18 @@ class _ElmoTaskServing(tf.Module):
     def _char_ids(self, tokens):
         ragged = tf.RaggedTensor.from_tensor(tokens, padding="")  # (B, None)
         return char_ids_from_tokens(ragged, self.max_chars)  # (B, W' + 2, C), W' <= W
+
+    def text_outputs(self, text):
+        words = text_words(text, "text", self.max_words)  # (B, None)
+        out = self.outputs(char_ids_from_tokens(words, self.max_chars))  # (B, W + 2, C) in
+        return {**out, "words": words.to_tensor("")}  # (B, W)
+
+    def text_pair_outputs(self, text_a, text_b):
+        words_a = text_words(text_a, "text_a", self.max_words)  # (B, None)
+        text_b = checked_shape(text_b, "text_b", tf.shape(text_a), "the shape of text_a")
+        words_b = text_words(text_b, "text_b", self.max_words)  # (B, None)
+        out = self.pair_token_outputs(words_a.to_tensor(""), words_b.to_tensor(""))
+        return {**out, "words_a": words_a.to_tensor(""), "words_b": words_b.to_tensor("")}
 
     def token_outputs(self, tokens):
         out = self.outputs(self._char_ids(tokens))
@@ -71,7 +97,7 @@ class _ElmoTaskServing(tf.Module):
         return self.outputs(tf.stack([a, b], axis=1))  # (B, 2, T, C) in
 
 
-def export_elmo_task_saved_model(model, export_dir, labels=None):
+def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=128):
     """Writes a SavedModel of an ELMo task model with the signatures above.
 
     Args:
@@ -79,6 +105,9 @@ def export_elmo_task_saved_model(model, export_dir, labels=None):
         export_dir: str. Replaced atomically (written beside it, then renamed).
         labels: list of str or None. A classifier's label per class: adds
             `probabilities` and `label` (strings) to `logits`.
+        max_seq_length: int. The text signatures keep `max_seq_length - 2`
+            words of each text, as `training.finetune --max_seq_length`
+            (which counts `<S>` and `</S>`).
 
     Returns:
         The names of the signatures written.
@@ -86,11 +115,17 @@ def export_elmo_task_saved_model(model, export_dir, labels=None):
     Example:
     >>> export_elmo_task_saved_model(tagger, "export/saved_model")
     ['serving_default', 'serving_tokens']
+    >>> export_elmo_task_saved_model(classifier, "export/saved_model", labels=["neg", "pos"])
+    ['serving_default', 'serving_text', 'serving_tokens']
     """
     if not isinstance(model, ElmoTaskModel):
         raise ValueError(f"Cannot export {type(model).__name__}: expected an ELMo task model "
                          "(ElmoClassifier, ElmoPairClassifier, ElmoTokenTagger).")
-    module = _ElmoTaskServing(model)
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or (
+            max_seq_length < 3):
+        raise ValueError("`max_seq_length` must be an integer >= 3 (<S>, a word, </S>). "
+                         f"Received: max_seq_length={max_seq_length!r}.")
+    module = _ElmoTaskServing(model, max_seq_length - 2)
     with_labels(module, model, labels)
     rank = len(model.input[INPUT_NAME].shape)
     char_ids = tf.TensorSpec([None] * (rank - 1) + [module.max_chars], tf.int32, name=INPUT_NAME)
@@ -110,5 +145,20 @@ def export_elmo_task_saved_model(model, export_dir, labels=None):
             return module.pair_token_outputs(tokens_a, tokens_b)
 
     signatures = {"serving_default": serving_default, "serving_tokens": serving_tokens}
+    if isinstance(model, ElmoClassifier):
+        @tf.function(autograph=False,
+                     input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serving_text(text):
+            return module.text_outputs(text)
+
+        signatures["serving_text"] = serving_text
+    if isinstance(model, ElmoPairClassifier):
+        @tf.function(autograph=False,
+                     input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                      tf.TensorSpec([None], tf.string, name="text_b")])
+        def serving_text_pair(text_a, text_b):
+            return module.text_pair_outputs(text_a, text_b)
+
+        signatures["serving_text_pair"] = serving_text_pair
     save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)

@@ -13,6 +13,18 @@ Signatures:
   `GptTokenizer`), cut to `max_seq_length`, right-padded; outputs as
   `serving_default` plus the packed `input_word_ids`, `input_mask` and
   `next_token_id` (the greedy next token after each text).
+- A `GptClassifier` exported with the vocabulary gets raw-text signatures
+  that build in the graph the ids `gpt_inputs` builds in Python for the
+  fine-tuning entry point (`FineTuningIds.appended_to(vocab_size)`, rows of
+  exactly `max_seq_length`, the longer part cut first): `serving_text`
+  (`text`: `_start_ text _classify_`) and `serving_text_pair` (`text_a`,
+  `text_b`: `_start_ a _delimiter_ b _classify_`). A similarity classifier
+  (`similarity=True`, trained on both orders of each pair) gets
+  `serving_text_pair` only, which packs both orders, `(B, 2, S)`, so its
+  logits, the sum over the orders, are the model's own. They return
+  `logits` (+ `label` and `probabilities` with `labels=`) and the packed
+  `input_word_ids`, `input_mask`. `GptMultipleChoice` (sets of pairs) and
+  `GptTokenTagger` (labels per BPE piece of given words) serve ids only.
 
 Every request is checked in the graph (`serving_checks`): ids in
 `[0, vocab_size)`, `input_mask` 0 or 1, both inputs of one shape and rank,
@@ -26,11 +38,14 @@ import tensorflow as tf
 
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
+from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
+from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
 from keras_bert_impl.serving_checks import checked_ids
+from keras_bert_impl.serving_checks import checked_shape
 
 # B=batch, S=sequence
 
@@ -61,9 +76,11 @@ def _without_auxiliary_lm(model):
 
 
 class _GptServing(tf.Module):
-    def __init__(self, model, backbone, tokenizer, max_seq_length):
+    def __init__(self, model, backbone, tokenizer, max_seq_length, special=None):
         super().__init__()
         self.task = isinstance(model, GptTaskModel)
+        self.special = special  # FineTuningIds of a classifier's text signatures
+        self.similarity = getattr(model, "similarity", False)
         self.model = _without_auxiliary_lm(model) if self.task else model
         self.backbone = backbone
         self.tokenizer = tokenizer
@@ -95,6 +112,44 @@ class _GptServing(tf.Module):
         return {**packed, **out,
                 "next_token_id": tf.argmax(next_scores, axis=-1, output_type=tf.int32)}
 
+    def classifier_text_outputs(self, text_a, text_b=None):
+        """A classifier's outputs on raw text, packed as `gpt_inputs` packs it."""
+        text_a = checked_shape(text_a, "text" if text_b is None else "text_a",
+                               tf.constant([-1]), "(batch,)")
+        ids_a = self.tokenizer(text_a)  # ragged (B, None)
+        if text_b is None:
+            packed = self.tokenizer.pack(ids_a, None, self.max_seq_length, self.special)
+        else:
+            text_b = checked_shape(text_b, "text_b", tf.shape(text_a), "the shape of text_a")
+            ids_b = self.tokenizer(text_b)
+            packed = self.tokenizer.pack(ids_a, ids_b, self.max_seq_length, self.special)
+            if self.similarity:  # row 1: the other order, as `similarity_inputs`
+                swapped = self.tokenizer.pack(ids_b, ids_a, self.max_seq_length, self.special)
+                packed = {name: tf.stack([packed[name], swapped[name]], axis=1)  # (B, 2, S)
+                          for name in packed}
+        return {**packed, **self.outputs(packed)}
+
+
+def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):
+    """`(GraphGptTokenizer, FineTuningIds)` for a classifier's text signatures,
+    after checking that they give the ids the model was fine-tuned on."""
+    from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
+
+    tokenizer = GraphGptTokenizer(vocab_file, merges_file)
+    special = FineTuningIds.appended_to(tokenizer.vocab_size)  # as `training.finetune_gpt`
+    if special.classify != model.classify_id:
+        raise ValueError(
+            f"{vocab_file} holds {tokenizer.vocab_size} tokens, so its `_classify_` token "
+            f"is id {special.classify}, but the classifier reads classify_id="
+            f"{model.classify_id}: pass the vocab.json and merges.txt it was fine-tuned with.")
+    limit = model.backbone.gpt_config.n_positions
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or not (
+            3 <= max_seq_length <= limit):  # 3: `_start_ _delimiter_ _classify_`
+        raise ValueError(
+            f"`max_seq_length` must be an integer in [3, n_positions={limit}]: the text "
+            f"signatures pack every row to it. Received: max_seq_length={max_seq_length!r}.")
+    return tokenizer, special
+
 
 def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
                            max_seq_length=128, labels=None):
@@ -105,9 +160,13 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             the task models).
         export_dir: str. Replaced atomically (written beside it, then renamed).
         vocab_file, merges_file: str or None. `vocab.json` and `merges.txt`;
-            both add the text signature (not for task models, whose inputs
-            are the transformation's layouts).
-        max_seq_length: int. Tokens kept of each text.
+            both add the text signatures: `serving_text` for a backbone or
+            LM, `serving_text` and `serving_text_pair` for a `GptClassifier`
+            (a similarity one: `serving_text_pair` only); none for the other
+            task models.
+        max_seq_length: int. Tokens kept of each text; a classifier's rows
+            are this long, special tokens included (the entry point's
+            `--max_seq_length`), at most `n_positions`.
         labels: list of str or None. A `GptClassifier`'s label per class:
             adds `probabilities` and `label` (strings) to `logits`.
 
@@ -115,13 +174,16 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         The names of the signatures written.
     """
     backbone = _backbone_of(model)
-    tokenizer = None
+    tokenizer = special = None
     rank = len(model.input["input_word_ids"].shape)
-    if vocab_file and merges_file and not isinstance(model, GptTaskModel):
+    if vocab_file and merges_file and isinstance(model, GptClassifier):
+        tokenizer, special = _classifier_tokenizer(model, vocab_file, merges_file,
+                                                   max_seq_length)
+    elif vocab_file and merges_file and not isinstance(model, GptTaskModel):
         from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
-    module = _GptServing(model, backbone, tokenizer, max_seq_length)
+    module = _GptServing(model, backbone, tokenizer, max_seq_length, special)
     with_labels(module, model, labels)
 
     @tf.function(autograph=False, input_signature=[
@@ -130,11 +192,26 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         return module.outputs(inputs)
 
     signatures = {"serving_default": serving_default}
-    if tokenizer is not None:
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    text_spec = tf.TensorSpec([None], tf.string, name="text")
+    if tokenizer is not None and special is None:
+        @tf.function(autograph=False, input_signature=[text_spec])
         def serving_text(text):
             return module.text_outputs(text)
 
         signatures["serving_text"] = serving_text
+    if special is not None and not module.similarity:
+        @tf.function(autograph=False, input_signature=[text_spec])
+        def classifier_text(text):
+            return module.classifier_text_outputs(text)
+
+        signatures["serving_text"] = classifier_text
+    if special is not None:
+        @tf.function(autograph=False, input_signature=[
+            tf.TensorSpec([None], tf.string, name="text_a"),
+            tf.TensorSpec([None], tf.string, name="text_b")])
+        def serving_text_pair(text_a, text_b):
+            return module.classifier_text_outputs(text_a, text_b)
+
+        signatures["serving_text_pair"] = serving_text_pair
     save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)

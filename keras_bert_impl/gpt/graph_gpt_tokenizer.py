@@ -205,12 +205,15 @@ class GraphGptTokenizer(tf.Module):
         keep = ~tf.concat([[False], merge], 0)  # (S,)
         return tf.boolean_mask(ids, keep), tf.boolean_mask(row_ids, keep), tf.reduce_any(merge)
 
-    def pack(self, ids_a, ids_b=None, max_length=512):
+    def pack(self, ids_a, ids_b=None, max_length=512, special=None):
         """GPT's fine-tuning input, as `GptTokenizer.pack`, padded.
 
         `_start_ A _classify_` or `_start_ A _delimiter_ B _classify_`;
         pairs are trimmed longest first (ties from B), as BERT's, in closed
         form: B keeps `min(len_b, max(m - len_a, m // 2))` of the budget m.
+        `special` (a `gpt_inputs.FineTuningIds`) packs with its three ids
+        instead of this tokenizer's, as the fine-tuning entry point does
+        (`FineTuningIds.appended_to(vocab_size)`).
 
         Returns:
             dict of int32 `(B, max_length)` tensors `input_word_ids`
@@ -231,17 +234,17 @@ class GraphGptTokenizer(tf.Module):
             keep_b = tf.where(fits, len_b, keep_b)
             keep_a = tf.where(fits, len_a, budget - keep_b)
         batch = ids_a.nrows()
+        start, delimiter, classify = (
+            (self.start_token_id, self.delimiter_token_id, self.classify_token_id)
+            if special is None else (special.start, special.delimiter, special.classify))
 
         def column(token_id):
             return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(token_id, tf.int32)))
 
-        pieces = [column(self.start_token_id), _keep_first(tf.cast(ids_a, tf.int32), keep_a)]
+        pieces = [column(start), _keep_first(tf.cast(ids_a, tf.int32), keep_a)]
         if ids_b is not None:
-            pieces += [
-                column(self.delimiter_token_id),
-                _keep_first(tf.cast(ids_b, tf.int32), keep_b),
-            ]
-        pieces.append(column(self.classify_token_id))
+            pieces += [column(delimiter), _keep_first(tf.cast(ids_b, tf.int32), keep_b)]
+        pieces.append(column(classify))
         ids = tf.concat(pieces, axis=1)  # (B, None)
         shape = tf.stack([batch, max_length])
         return {
