@@ -328,17 +328,26 @@ def _logged_losses(stdout):
             if line.startswith("step ")]
 
 
-@pytest.mark.slow(seconds=150)
-def test_pretrains_resumes_and_exports(text, tmp_path):
+# One run serves both checks below: clipping off (it is per replica) and a
+# loss logged at every step, as the mirrored comparison needs.
+_STRAIGHT_FLAGS = ("--clip_norm=0", "--log_every_steps=1")
+
+
+@pytest.mark.slow(seconds=200)
+def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
     """--model=xlnet on a small text: SentencePiece model and records
     written, 6 steps, held-out numbers in summary.json; a run rewound to
     its first checkpoint resumes there, memory included, and ends with the
     uninterrupted run's weights; a finished run reruns without training;
-    the export's Keras model, Hugging Face folder and SavedModel agree."""
+    the export's Keras model, Hugging Face folder and SavedModel agree; and
+    MirroredStrategy over 2 logical CPUs matches that one-device run
+    (`_check_mirrored_matches`)."""
     straight = tmp_path / "straight"
-    out = _run(_args(straight, text))
+    out = _run(_args(straight, text, *_STRAIGHT_FLAGS))
     assert "Training xlnet_debug XLNet" in out and "for 6 batches of 4" in out
-    assert len(_logged_losses(out)) == 2
+    assert "on 1 replica(s)" in out
+    straight_losses = _logged_losses(out)
+    assert len(straight_losses) == 6
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(straight / "tensorboard")).Reload()
@@ -373,8 +382,8 @@ def test_pretrains_resumes_and_exports(text, tmp_path):
     reader = tf.train.load_checkpoint(str(folder / "ckpt-3"))
     memory = [k for k in reader.get_variable_to_shape_map() if "mems_state" in k]
     assert len(memory) == 1 and np.abs(reader.get_tensor(memory[0])).max() > 0.1
-    out = _run(_args(resumed, text))
-    assert "Resuming at batch 3 of 6" in out and len(_logged_losses(out)) == 1
+    out = _run(_args(resumed, text, *_STRAIGHT_FLAGS))
+    assert "Resuming at batch 3 of 6" in out and len(_logged_losses(out)) == 3
     model, weights = _trained_weights(straight)
     _, again = _trained_weights(resumed)
     assert isinstance(model, XLNetPretrainer)
@@ -382,7 +391,7 @@ def test_pretrains_resumes_and_exports(text, tmp_path):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
     # A finished run: evaluated and exported again, nothing trained.
-    out = _run(_args(straight, text))
+    out = _run(_args(straight, text, *_STRAIGHT_FLAGS))
     assert "Resuming at batch 6 of 6" in out and not _logged_losses(out)
     assert "Training xlnet_debug" not in out and _summary(straight)["batches_trained"] == 6
 
@@ -427,12 +436,14 @@ def test_pretrains_resumes_and_exports(text, tmp_path):
                                           data_dir=str(tmp_path), init_checkpoint=str(checkpoint)))
         assert resolved.vocab_file == str(export / "spiece.model")
 
+    _check_mirrored_matches(text, tmp_path, straight_losses, weights)
 
-@pytest.mark.slow(seconds=90)
-def test_mirrored_two_devices_match_one_device(text, tmp_path):
+
+def _check_mirrored_matches(text, tmp_path, losses_one, weights_one):
     """MirroredStrategy over 2 logical CPUs (2 of the 4 streams each, each
-    replica carrying its own rows of memory) against one device, clipping
-    off (it is per replica): the same losses and weights, up to the loss
+    replica carrying its own rows of memory) against the one-device run's
+    logged losses and trained weights, clipping off in both (it is per
+    replica): the same losses and weights, up to the loss
     being a mean per replica (replicas' weight sums may differ by the
     <sep>/<cls> positions the masks leave out). Measured: logged losses
     within 1.2e-3 relative, weights mean |diff| 4.8e-5 to 1.1e-4, max 2.0e-3
@@ -447,14 +458,11 @@ def test_mirrored_two_devices_match_one_device(text, tmp_path):
         pretrain.define_flags(pretrain.PretrainConfig, pretrain.HELP)
         app.run(pretrain.main, argv=["pretrain"] + sys.argv[1:])
     """)
-    losses, weights = {}, {}
-    for strategy in ("mirrored", "cpu"):
-        out = _run(_args(tmp_path / strategy, text, f"--strategy={strategy}", "--clip_norm=0",
-                         "--log_every_steps=1"), script)
-        assert f"on {2 if strategy == 'mirrored' else 1} replica(s)" in out, out
-        losses[strategy] = _logged_losses(out)
-        _, weights[strategy] = _trained_weights(tmp_path / strategy)
-    assert len(losses["cpu"]) == 6
+    out = _run(_args(tmp_path / "mirrored", text, "--strategy=mirrored", *_STRAIGHT_FLAGS),
+               script)
+    assert "on 2 replica(s)" in out, out
+    losses = {"mirrored": _logged_losses(out), "cpu": losses_one}
+    weights = {"mirrored": _trained_weights(tmp_path / "mirrored")[1], "cpu": weights_one}
     np.testing.assert_allclose(losses["mirrored"], losses["cpu"], rtol=3e-3)
     diffs = np.concatenate([np.abs(a - b).ravel()
                             for a, b in zip(weights["mirrored"], weights["cpu"])])
