@@ -20,6 +20,7 @@ import tempfile
 
 import numpy as np
 
+from tasks.bad_rows import BadRowError
 from tasks.windows import Window
 from tasks.windows import max_context_window
 from tasks.windows import windows
@@ -132,11 +133,10 @@ def read_conll(path, label_column=-1, skip_bad_lines=False, encoding="utf-8"):
                 if skip_bad_lines:
                     skipped.append(number)
                     continue
-                raise ValueError(
+                raise BadRowError(
                     f"{path}, line {number}: expected {expected} fields (as the first data "
-                    f"line) but got {len(fields)}: {line.rstrip()!r}. Fix the line, or pass "
-                    "skip_bad_lines=True to drop such lines."
-                )
+                    f"line) but got {len(fields)}: {line.rstrip()!r}. Fix the line.",
+                    "skip_bad_lines", "lines")
             words.append(fields[0])
             labels.append(fields[label_column])
     if words:

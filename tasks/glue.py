@@ -22,6 +22,7 @@ import numpy as np
 
 from keras_bert_impl.tokenizers import padded_inputs
 from keras_bert_impl.tokenizers import truncate_seq_pair
+from tasks.bad_rows import BadRowError
 from tasks.windows import windows
 
 # N=examples or window rows, S=max_seq_length, C=classes
@@ -217,7 +218,7 @@ def read_csv_examples(
                 )
             except _BadRowError as e:
                 if not skip_bad_rows:
-                    raise ValueError(f"{e} Pass skip_bad_rows=True to skip such rows.") from None
+                    raise BadRowError(str(e), "skip_bad_rows") from None
                 skipped += 1
                 continue
             examples.append(InputExample(f"{stem}-{line}", *texts, label=label))

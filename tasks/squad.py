@@ -31,6 +31,7 @@ import numpy as np
 
 from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+from tasks.bad_rows import BadRowError
 from tasks.windows import is_max_context
 from tasks.windows import windows
 
@@ -146,10 +147,10 @@ def read_squad_examples(path, is_training, version_2_with_negative=False, skip_b
                 # their offsets (usually odd Unicode or a shifted offset).
                 if not cleaned or cleaned not in actual:
                     if not skip_bad_answers:
-                        raise ValueError(
+                        raise BadRowError(
                             f"{path}: question {qid!r}: the answer {cleaned!r} is not in the "
                             f"context at answer_start={offset} (the words there read {actual!r}). "
-                            "Fix the offset, or pass skip_bad_answers=True to skip such questions.")
+                            "Fix the offset.", "skip_bad_answers", "questions")
                     num_skipped += 1
                     continue
                 examples.append(SquadExample(qid, question, doc_tokens, text, start, end))

@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.tokenizers import truncate_seq_pair
+from tasks.bad_rows import BadRowError
 
 # N=examples, K=NUM_CHOICES, S=max_seq_length
 
@@ -89,7 +90,7 @@ def read_swag(path, skip_bad_rows=False):
                 examples.append(_parse_row(row, names, f"{path}, line {line}", f"{stem}-{line}"))
             except _BadRowError as e:
                 if not skip_bad_rows:
-                    raise ValueError(f"{e} Pass skip_bad_rows=True to skip such rows.") from None
+                    raise BadRowError(str(e), "skip_bad_rows") from None
                 skipped += 1
     return examples, skipped
 

@@ -34,6 +34,7 @@ import os
 import numpy as np
 import sklearn.metrics
 
+from tasks.bad_rows import BadRowError
 from tasks.glue import InputExample
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json-lines": "jsonl",
@@ -52,6 +53,11 @@ class _BadRow(BadInputError):
     def __init__(self, message, reason):
         super().__init__(message)
         self.reason = reason
+
+
+class _BadRowToSkip(BadRowError, BadInputError):
+    """A bad row not skipped: its hint names `skip_bad_input` (a command
+    line, `BadRowError.with_flag`, names its flag instead)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +132,7 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
                                       label_column, labels)
         except _BadRow as e:
             if not skip_bad_input:
-                raise BadInputError(f"{e} Pass --skip_bad_input to skip and count such rows.") \
-                    from None
+                raise _BadRowToSkip(str(e), "skip_bad_input") from None
             skipped[e.reason] = skipped.get(e.reason, 0) + 1
             continue
         examples.append(InputExample(f"{stem}-{line}", *texts, label=label))

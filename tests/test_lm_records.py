@@ -453,5 +453,10 @@ def test_command_line_writes_the_same_records(gpt_text, gpt_written, tmp_path):
     result = subprocess.run(command, cwd=root, env=dict(os.environ, PYTHONPATH=root),
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert f"Wrote {-(-(len(stream) - 1) // 9)} windows of 10 tokens" in result.stdout
+    windows = -(-(len(stream) - 1) // 9)
+    assert f"Wrote {windows} windows of 10 tokens" in result.stdout
+    printed = result.stdout.splitlines()  # the command line's progress lines (each step's last)
+    assert any(line.startswith("Tokenizing documents: ") for line in printed)
+    assert any(line.startswith(f"Writing windows: {windows}/{windows} windows in 0:0")
+               for line in printed)
     assert read_manifest(str(out))["shards"] == read_manifest(gpt_written)["shards"]  # same bytes

@@ -750,6 +750,7 @@ module.XLNetTokenizer = XLNetTokenizer
 sys.modules[module.__name__] = module
 from absl import app
 from tf_records import create_xlnet_data
+create_xlnet_data.define_flags()
 app.run(create_xlnet_data.main)
 """
     out = tmp_path / "records"

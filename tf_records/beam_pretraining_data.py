@@ -264,10 +264,11 @@ def _read_manifest(output_dir):
 
 def _clear_output(output_dir):
     """Makes `output_dir`; deletes an old manifest (it no longer describes the
-    folder) and the temporary files of an interrupted run, as the local writer."""
+    folder), the shards of an earlier run and the temporary files of an
+    interrupted one, as the local writer (`input_files.clear_output_folder`)."""
     if not FileSystems.exists(output_dir):
         FileSystems.mkdirs(output_dir)
-    stale = [m.path for pattern in (".tmp-*", MANIFEST_FILE)
+    stale = [m.path for pattern in (".tmp-*", MANIFEST_FILE, "shard-*.tfrecord")
              for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
     if stale:
         FileSystems.delete(stale)
@@ -306,7 +307,7 @@ def main(argv):
     except ValueError as e:
         raise SystemExit(f"--input_file: {e}") from None
     try:
-        instance_config, writer_config = _configs()
+        instance_config, writer_config = _configs(flags_values)
     except ValueError as e:
         raise SystemExit(f"Bad flag value: {e}") from None
     options = PipelineOptions(beam_args)
@@ -328,9 +329,10 @@ def _parse_flags(argv):
 
 def cli():
     """`python -m tf_records.beam_pretraining_data`: `main` on a quiet console."""
-    import tf_records.create_pretraining_data  # noqa: F401  (defines the same flags)
+    from tf_records.create_pretraining_data import define_flags
     from training import console  # only the command line needs it, the pipeline never does
 
+    define_flags()  # the local CLI's flags
     console.run(main, __name__, flags_parser=_parse_flags)
 
 

@@ -9,53 +9,91 @@ windows of max_seq_length + 1 tokens that overlap by one, in a shuffled
 order. Read it with `tf_records.lm_reader.lm_dataset`.
 """
 
-import glob
+import functools
+import os
 
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("input_file", None, "Text files or globs (plain or .gz).", required=True)
-flags.DEFINE_string("vocab_file", None, "vocab.json of the GPT BPE tokenizer.", required=True)
-flags.DEFINE_string("merges_file", None, "merges.txt of the GPT BPE tokenizer.", required=True)
-flags.DEFINE_string("output_dir", None, "Folder for shards and manifest.json.", required=True)
-flags.DEFINE_integer("max_seq_length", 512, "Tokens the model reads (GPT's n_ctx is 512).")
-flags.DEFINE_integer("num_shards", 8, "Shards (at least the number of input pipelines).")
-flags.DEFINE_integer("random_seed", 12345, "Seed of the window order.")
-flags.DEFINE_integer("document_separator_id", None,
-                     "Token id appended after every document (GPT's release has none).")
 
 
-def main(argv):
+def define_flags(flag_values=FLAGS):
+    """The command's flags, on `flag_values` (a fresh `flags.FlagValues()`
+    runs the command in-process)."""
+    def define(kind, *args, **kwargs):
+        kind(*args, flag_values=flag_values, **kwargs)
+
+    define(flags.DEFINE_list, "input_file", None, "Text files or globs (plain or .gz).",
+           required=True)
+    define(flags.DEFINE_string, "vocab_file", None, "vocab.json of the GPT BPE tokenizer.",
+           required=True)
+    define(flags.DEFINE_string, "merges_file", None, "merges.txt of the GPT BPE tokenizer.",
+           required=True)
+    define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
+           required=True)
+    define(flags.DEFINE_integer, "max_seq_length", 512,
+           "Tokens the model reads (GPT's n_ctx is 512).")
+    define(flags.DEFINE_integer, "num_shards", 8,
+           "Shards (at least the number of input pipelines).")
+    define(flags.DEFINE_integer, "random_seed", 12345, "Seed of the window order.")
+    define(flags.DEFINE_integer, "document_separator_id", None,
+           "Token id appended after every document (GPT's release has none).")
+
+
+def main(argv, progress=None):
     del argv
+    run(FLAGS, progress)
+
+
+def run(values, progress=None):
+    """The command on parsed flags `values`: flags and files checked first,
+    then written; `SystemExit` naming what is wrong. `progress`: None or a
+    reporter of the tokenizing's and writing's progress lines (`cli` passes
+    `training.progress.Reporter()`)."""
     from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+    from tf_records.input_files import match_files
+    from tf_records.lm_schema import LmRecordSchema
     from tf_records.lm_writer import write_lm_data
 
-    files = sorted({f for pattern in FLAGS.input_file for f in glob.glob(pattern)})
-    if not files:
-        raise SystemExit(f"No files match {FLAGS.input_file}.")
-    tokenizer = GptTokenizer(FLAGS.vocab_file, FLAGS.merges_file)
-    manifest = write_lm_data(
-        files,
-        tokenizer,
-        FLAGS.output_dir,
-        FLAGS.max_seq_length,
-        vocab_files=[FLAGS.vocab_file, FLAGS.merges_file],
-        num_shards=FLAGS.num_shards,
-        random_seed=FLAGS.random_seed,
-        document_separator_id=FLAGS.document_separator_id,
-    )
+    try:
+        files = match_files(values.input_file, "--input_file")
+        LmRecordSchema(values.max_seq_length)
+        if values.num_shards < 1:
+            raise ValueError(f"--num_shards must be >= 1. Received: {values.num_shards}.")
+    except ValueError as e:
+        raise SystemExit(f"Bad flag value: {e}") from None
+    for flag in ("vocab_file", "merges_file"):
+        if not os.path.isfile(getattr(values, flag)):
+            raise SystemExit(f"--{flag}={getattr(values, flag)}: no such file.")
+    try:
+        tokenizer = GptTokenizer(values.vocab_file, values.merges_file)
+        manifest = write_lm_data(
+            files,
+            tokenizer,
+            values.output_dir,
+            values.max_seq_length,
+            vocab_files=[values.vocab_file, values.merges_file],
+            num_shards=values.num_shards,
+            random_seed=values.random_seed,
+            document_separator_id=values.document_separator_id,
+            progress=progress,
+        )
+    except ValueError as e:
+        raise SystemExit(f"Bad input: {e}") from None
     records = sum(s["records"] for s in manifest["shards"])
-    print(f"Wrote {records} windows of {FLAGS.max_seq_length + 1} tokens "
+    print(f"Wrote {records} windows of {values.max_seq_length + 1} tokens "
           f"({manifest['tokens']} tokens, {manifest['documents']} documents) in "
-          f"{len(manifest['shards'])} shards to {FLAGS.output_dir}")
+          f"{len(manifest['shards'])} shards to {values.output_dir}")
 
 
 def cli():
     """`python -m tf_records.create_lm_data`: `main` on a quiet console."""
-    # Imported here: only the command line needs it, the record code never does.
+    # Imported here: only the command line needs them, the record code never does.
     from training import console
+    from training.progress import Reporter
 
-    console.run(main, __name__)
+    define_flags()
+    console.run(functools.partial(main, progress=Reporter()), __name__)
 
 
 if __name__ == "__main__":

@@ -8,80 +8,120 @@ Flags and defaults are the original script's, plus the documented fixes
 (--exact_nsp, --random_token_excludes_special) and blocking/parallelism.
 """
 
-import glob
+import os
 
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("input_file", None, "Text files or globs (plain or .gz).", required=True)
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the model.", required=True)
-flags.DEFINE_string("output_dir", None, "Folder for shards and manifest.json.", required=True)
-flags.DEFINE_bool("do_lower_case", True, "Lowercase (uncased models).")
-flags.DEFINE_bool("do_whole_word_mask", False, "Mask every piece of a chosen word.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked positions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Seed for data generation.")
-flags.DEFINE_integer("dupe_factor", 10, "Passes over the data, each with new masks.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
-flags.DEFINE_bool("exact_nsp", False, "Fair coin for every NSP pair (fixes the >50% quirk).")
-flags.DEFINE_bool("random_token_excludes_special", False,
-                  "Never replace with a special token (fixes the original's quirk).")
-flags.DEFINE_bool("unmasked", False,
-                  "Write no masks; the reader then masks anew every epoch (dynamic masking).")
-flags.DEFINE_bool("original_rng", False,
-                  "Mask with the original's per-token random draws (one block then reproduces "
-                  "its records exactly); slower than the default vectorized masking.")
-flags.DEFINE_enum("input_format", "segment_pair",
-                  ["segment_pair", "full_sentences", "doc_sentences"],
-                  "segment_pair: BERT's A [SEP] B pairs with NSP labels. RoBERTa's inputs without "
-                  "NSP: full_sentences (rows of whole sentences, crossing documents after an extra "
-                  "[SEP]) or doc_sentences (never crossing a document).")
-flags.DEFINE_integer("documents_per_block", 2000, "Documents per block (= per shard).")
-flags.DEFINE_integer("num_workers", 1, "Worker processes.")
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags, on `flag_values` (the global `FLAGS` for the
+    command line; a fresh `flags.FlagValues()` runs it in-process)."""
+    def define(kind, *args, **kwargs):
+        kind(*args, flag_values=flag_values, **kwargs)
+
+    define(flags.DEFINE_list, "input_file", None, "Text files or globs (plain or .gz).",
+           required=True)
+    define(flags.DEFINE_string, "vocab_file", None, "vocab.txt of the model.", required=True)
+    define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
+           required=True)
+    define(flags.DEFINE_bool, "do_lower_case", True, "Lowercase (uncased models).")
+    define(flags.DEFINE_bool, "do_whole_word_mask", False, "Mask every piece of a chosen word.")
+    define(flags.DEFINE_integer, "max_seq_length", 128, "Maximum sequence length.")
+    define(flags.DEFINE_integer, "max_predictions_per_seq", 20,
+           "Maximum masked positions per sequence.")
+    define(flags.DEFINE_integer, "random_seed", 12345, "Seed for data generation.")
+    define(flags.DEFINE_integer, "dupe_factor", 10, "Passes over the data, each with new masks.")
+    define(flags.DEFINE_float, "masked_lm_prob", 0.15, "Masked LM probability.")
+    define(flags.DEFINE_float, "short_seq_prob", 0.1, "Probability of a shorter target length.")
+    define(flags.DEFINE_bool, "exact_nsp", False,
+           "Fair coin for every NSP pair (fixes the >50% quirk).")
+    define(flags.DEFINE_bool, "random_token_excludes_special", False,
+           "Never replace with a special token (fixes the original's quirk).")
+    define(flags.DEFINE_bool, "unmasked", False,
+           "Write no masks; the reader then masks anew every epoch (dynamic masking).")
+    define(flags.DEFINE_bool, "original_rng", False,
+           "Mask with the original's per-token random draws (one block then reproduces "
+           "its records exactly); slower than the default vectorized masking.")
+    define(flags.DEFINE_enum, "input_format", "segment_pair",
+           ["segment_pair", "full_sentences", "doc_sentences"],
+           "segment_pair: BERT's A [SEP] B pairs with NSP labels. RoBERTa's inputs without "
+           "NSP: full_sentences (rows of whole sentences, crossing documents after an extra "
+           "[SEP]) or doc_sentences (never crossing a document).")
+    define(flags.DEFINE_integer, "documents_per_block", 2000, "Documents per block (= per shard).")
+    define(flags.DEFINE_integer, "num_workers", 1, "Worker processes.")
 
 
 def main(argv):
     del argv
+    run(FLAGS)
+
+
+def run(values):
+    """The command on parsed flags `values`; `SystemExit` naming the flag,
+    file or line at fault, before anything is written where it can be."""
     from tf_records.writer import write_pretraining_data
 
-    unmatched = [pattern for pattern in FLAGS.input_file if not glob.glob(pattern)]
-    if unmatched:  # one glob of several matching nothing is a typo, not an empty corpus
-        raise SystemExit(f"--input_file: no file matches {', '.join(map(repr, unmatched))}.")
-    files = sorted({f for pattern in FLAGS.input_file for f in glob.glob(pattern)})
-    try:  # flag values are checked before anything is written
-        instance_config, writer_config = _configs()
+    files, instance_config, writer_config = check_flags(values)
+    try:
+        manifest = write_pretraining_data(
+            files, values.vocab_file, values.output_dir, instance_config, writer_config)
+    except ValueError as e:  # an input found bad while reading: named, no traceback
+        raise SystemExit(f"Bad input: {e}") from None
+    records = sum(s["records"] for s in manifest["shards"])
+    print(f"Wrote {records} instances in {len(manifest['shards'])} shards to {values.output_dir}")
+
+
+def check_flags(values):
+    """-> (input files, InstanceConfig, WriterConfig); `SystemExit` naming
+    the first flag at fault. Writes nothing."""
+    from tf_records.input_files import check_text_files
+    from tf_records.input_files import match_files
+    from tf_records.writer import check_vocab_file
+
+    try:
+        # one glob of several matching nothing is a typo, not an empty corpus
+        files = match_files(values.input_file, "--input_file")
+        instance_config, writer_config = _configs(values)
     except ValueError as e:
         raise SystemExit(f"Bad flag value: {e}") from None
-    manifest = write_pretraining_data(
-        files, FLAGS.vocab_file, FLAGS.output_dir, instance_config, writer_config)
-    records = sum(s["records"] for s in manifest["shards"])
-    print(f"Wrote {records} instances in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
+    try:
+        check_text_files(files, "--input_file")  # readable, and some text in them
+    except ValueError as e:
+        raise SystemExit(f"Bad input: {e}") from None
+    try:
+        check_vocab_file(values.vocab_file)
+    except ValueError as e:
+        raise SystemExit(f"--vocab_file: {e}") from None
+    if os.path.isfile(values.output_dir):
+        raise SystemExit(f"--output_dir={values.output_dir} is a file; give a folder.")
+    return files, instance_config, writer_config
 
 
-def _configs():
+def _configs(values=FLAGS):
     from tf_records.instances import InstanceConfig
     from tf_records.writer import WriterConfig
 
     return (
         InstanceConfig(
-            max_seq_length=FLAGS.max_seq_length,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            masked_lm_prob=FLAGS.masked_lm_prob,
-            short_seq_prob=FLAGS.short_seq_prob,
-            do_whole_word_mask=FLAGS.do_whole_word_mask,
-            exact_nsp=FLAGS.exact_nsp,
-            random_token_excludes_special=FLAGS.random_token_excludes_special,
-            unmasked=FLAGS.unmasked,
-            original_rng=FLAGS.original_rng,
-            input_format=FLAGS.input_format,
+            max_seq_length=values.max_seq_length,
+            max_predictions_per_seq=values.max_predictions_per_seq,
+            masked_lm_prob=values.masked_lm_prob,
+            short_seq_prob=values.short_seq_prob,
+            do_whole_word_mask=values.do_whole_word_mask,
+            exact_nsp=values.exact_nsp,
+            random_token_excludes_special=values.random_token_excludes_special,
+            unmasked=values.unmasked,
+            original_rng=values.original_rng,
+            input_format=values.input_format,
         ),
         WriterConfig(
-            dupe_factor=FLAGS.dupe_factor,
-            random_seed=FLAGS.random_seed,
-            do_lower_case=FLAGS.do_lower_case,
-            documents_per_block=FLAGS.documents_per_block,
-            num_workers=FLAGS.num_workers,
+            dupe_factor=values.dupe_factor,
+            random_seed=values.random_seed,
+            do_lower_case=values.do_lower_case,
+            documents_per_block=values.documents_per_block,
+            num_workers=values.num_workers,
         ),
     )
 
@@ -92,6 +132,7 @@ def cli():
     # Imported here: only the command line needs it, the record code never does.
     from training import console
 
+    define_flags()
     console.run(main, __name__)
 
 

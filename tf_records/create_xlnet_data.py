@@ -14,67 +14,104 @@ with span masking. XLNet-Large used --seq_len=512 --reuse_len=256
 `tf_records.xlnet_reader.xlnet_pretraining_dataset`.
 """
 
-import glob
+import functools
+import os
 
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("input_file", None, "Text files or globs (plain or .gz).", required=True)
-flags.DEFINE_string("spm_model_file", None, "XLNet's SentencePiece model (spiece.model).",
-                    required=True)
-flags.DEFINE_bool("do_lower_case", False, "Lowercase the text (the original's --uncased).")
-flags.DEFINE_string("output_dir", None, "Folder for shards and manifest.json.", required=True)
-flags.DEFINE_integer("batch_size", 32, "Streams (the original's bsz_per_host); the training batch.")
-flags.DEFINE_integer("seq_len", 128, "Tokens per record (XLNet-Large: 512).")
-flags.DEFINE_integer("reuse_len", 64, "Tokens the next record follows on from: the memory "
-                     "(XLNet-Large: 256).")
-flags.DEFINE_integer("num_predict", 21, "Tokens to predict per record, about seq_len / 6 "
-                     "(XLNet-Large: 85).")
-flags.DEFINE_integer("mask_alpha", 6, "Context tokens per span of mask_beta predicted ones.")
-flags.DEFINE_integer("mask_beta", 1, "Predicted tokens per mask_alpha of context.")
-flags.DEFINE_bool("bi_data", False, "Half of every replica's rows read backwards (XLNet-Large: "
-                  "True).")
-flags.DEFINE_integer("num_cores", 1, "Replicas the batch is split between (the original's "
-                     "num_core_per_host); matters with --bi_data.")
-flags.DEFINE_bool("whole_word_spans", False, "Spans of n whole words (the original's code masks "
-                  "n pieces from a word start).")
-flags.DEFINE_integer("random_seed", 12345, "Seed of A/B sampling and masking.")
-flags.DEFINE_integer("batches_per_shard", 1000, "Consecutive batches per shard file.")
 
 
-def main(argv):
+def define_flags(flag_values=FLAGS):
+    """The command's flags, on `flag_values` (a fresh `flags.FlagValues()`
+    runs the command in-process)."""
+    def define(kind, *args, **kwargs):
+        kind(*args, flag_values=flag_values, **kwargs)
+
+    define(flags.DEFINE_list, "input_file", None, "Text files or globs (plain or .gz).",
+           required=True)
+    define(flags.DEFINE_string, "spm_model_file", None,
+           "XLNet's SentencePiece model (spiece.model).", required=True)
+    define(flags.DEFINE_bool, "do_lower_case", False,
+           "Lowercase the text (the original's --uncased).")
+    define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
+           required=True)
+    define(flags.DEFINE_integer, "batch_size", 32,
+           "Streams (the original's bsz_per_host); the training batch.")
+    define(flags.DEFINE_integer, "seq_len", 128, "Tokens per record (XLNet-Large: 512).")
+    define(flags.DEFINE_integer, "reuse_len", 64, "Tokens the next record follows on from: the "
+           "memory (XLNet-Large: 256).")
+    define(flags.DEFINE_integer, "num_predict", 21, "Tokens to predict per record, about "
+           "seq_len / 6 (XLNet-Large: 85).")
+    define(flags.DEFINE_integer, "mask_alpha", 6,
+           "Context tokens per span of mask_beta predicted ones.")
+    define(flags.DEFINE_integer, "mask_beta", 1, "Predicted tokens per mask_alpha of context.")
+    define(flags.DEFINE_bool, "bi_data", False, "Half of every replica's rows read backwards "
+           "(XLNet-Large: True).")
+    define(flags.DEFINE_integer, "num_cores", 1, "Replicas the batch is split between (the "
+           "original's num_core_per_host); matters with --bi_data.")
+    define(flags.DEFINE_bool, "whole_word_spans", False, "Spans of n whole words (the original's "
+           "code masks n pieces from a word start).")
+    define(flags.DEFINE_integer, "random_seed", 12345, "Seed of A/B sampling and masking.")
+    define(flags.DEFINE_integer, "batches_per_shard", 1000, "Consecutive batches per shard file.")
+
+
+def main(argv, progress=None):
     del argv
+    run(FLAGS, progress)
+
+
+def run(values, progress=None):
+    """The command on parsed flags `values`: flags, files and the model
+    checked before the output folder is touched; `SystemExit` naming what
+    is wrong. `progress`: None or a reporter of the tokenizing's and
+    writing's progress lines (`cli` passes `training.progress.Reporter()`)."""
     from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+    from tf_records.input_files import match_files
     from tf_records.xlnet_schema import XLNetRecordSchema
     from tf_records.xlnet_writer import write_xlnet_data
 
-    files = sorted({f for pattern in FLAGS.input_file for f in glob.glob(pattern)})
-    if not files:
-        raise SystemExit(f"No files match {FLAGS.input_file}.")
-    tokenizer = XLNetTokenizer(FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case)
+    try:
+        files = match_files(values.input_file, "--input_file")
+        if values.batches_per_shard < 1:
+            raise ValueError(
+                f"--batches_per_shard must be >= 1. Received: {values.batches_per_shard}.")
+    except ValueError as e:
+        raise SystemExit(f"Bad flag value: {e}") from None
+    if not os.path.isfile(values.spm_model_file):
+        raise SystemExit(f"--spm_model_file={values.spm_model_file}: no such file.")
+    try:
+        tokenizer = XLNetTokenizer(values.spm_model_file, do_lower_case=values.do_lower_case)
+    except ValueError as e:
+        raise SystemExit(f"--spm_model_file: {e}") from None
     try:
         schema = XLNetRecordSchema(
-            seq_len=FLAGS.seq_len, reuse_len=FLAGS.reuse_len, batch_size=FLAGS.batch_size,
-            num_predict=FLAGS.num_predict, mask_alpha=FLAGS.mask_alpha,
-            mask_beta=FLAGS.mask_beta, bi_data=FLAGS.bi_data, num_cores=FLAGS.num_cores,
+            seq_len=values.seq_len, reuse_len=values.reuse_len, batch_size=values.batch_size,
+            num_predict=values.num_predict, mask_alpha=values.mask_alpha,
+            mask_beta=values.mask_beta, bi_data=values.bi_data, num_cores=values.num_cores,
             sep_id=tokenizer.sep_id, cls_id=tokenizer.cls_id)
-        manifest = write_xlnet_data(
-            files, tokenizer, FLAGS.output_dir, schema, [FLAGS.spm_model_file],
-            random_seed=FLAGS.random_seed, whole_word_spans=FLAGS.whole_word_spans,
-            batches_per_shard=FLAGS.batches_per_shard)
     except ValueError as e:
-        raise SystemExit(str(e)) from None
-    print(f"Wrote {manifest['batches']} batches of {FLAGS.batch_size} streams x "
-          f"{FLAGS.seq_len} tokens ({manifest['documents']} documents, {manifest['tokens']} "
-          f"tokens) in {len(manifest['shards'])} shards to {FLAGS.output_dir}")
+        raise SystemExit(f"Bad flag value: {e}") from None
+    try:
+        manifest = write_xlnet_data(
+            files, tokenizer, values.output_dir, schema, [values.spm_model_file],
+            random_seed=values.random_seed, whole_word_spans=values.whole_word_spans,
+            batches_per_shard=values.batches_per_shard, progress=progress)
+    except ValueError as e:
+        raise SystemExit(f"Bad input: {e}") from None
+    print(f"Wrote {manifest['batches']} batches of {values.batch_size} streams x "
+          f"{values.seq_len} tokens ({manifest['documents']} documents, {manifest['tokens']} "
+          f"tokens) in {len(manifest['shards'])} shards to {values.output_dir}")
 
 
 def cli():
     """`python -m tf_records.create_xlnet_data`: `main` on a quiet console."""
-    # Imported here: only the command line needs it, the record code never does.
+    # Imported here: only the command line needs them, the record code never does.
     from training import console
+    from training.progress import Reporter
 
-    console.run(main, __name__)
+    define_flags()
+    console.run(functools.partial(main, progress=Reporter()), __name__)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ or manifest that looks whole.
 
 import os
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -31,10 +30,14 @@ from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.elmo.char_ids import BOS_TOKEN
 from keras_bert_impl.elmo.char_ids import EOS_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import UNK_TOKEN
+from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
 from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
 from tf_records.elmo_schema import SUFFIX
 from tf_records.elmo_schema import ElmoRecordSchema
 from tf_records.elmo_schema import encode_elmo_example
+from tf_records.input_files import clear_output_folder
+from tf_records.input_files import line_bytes
+from tf_records.input_files import text_bytes
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
@@ -43,14 +46,37 @@ from tf_records.writer import read_documents
 # B=batch (streams), T=unroll_steps
 
 
-def read_sentences(paths):
-    """Every non-blank line of the files (plain or .gz), split on whitespace."""
+def read_sentences(paths, meter=None):
+    """Every non-blank line of the files (plain or .gz), split on whitespace.
+
+    `meter`: None, or a progress meter (`training.progress.Progress`)
+    `update`d after each document with the bytes read and the sentences.
+    """
     for path in paths:
         if not os.path.isfile(path):
             raise ValueError(f"Input file {path} does not exist.")
+    read = sentences = 0
     for document in read_documents(paths):
         for line in document:
             yield line.split()
+        if meter:
+            read += sum(line_bytes(line) for line in document)
+            sentences += len(document)
+            meter.update(read, sentences=sentences)
+
+
+def learn_vocab_from_text(paths, max_size=None, progress=None):
+    """`learn_elmo_vocab` of the sentences of text files (plain or .gz).
+
+    `progress`: None, or a reporter (as `write_elmo_data`'s) told the text
+    read (MB of the files) and the vocabulary's size.
+    """
+    reading = progress.meter("Counting words", total=text_bytes(paths), unit="MB",
+                             scale=1e-6) if progress else None
+    tokens = learn_elmo_vocab(read_sentences(paths, reading), max_size=max_size)
+    if reading:
+        reading.finish(vocabulary=len(tokens))
+    return tokens
 
 
 def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
@@ -128,7 +154,7 @@ def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
 
 
 def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_steps=20,
-                    shuffle_seed=None, batches_per_shard=1000, progress=True):
+                    shuffle_seed=None, batches_per_shard=1000, progress=None):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.
 
     Args:
@@ -141,7 +167,10 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
         shuffle_seed: int or None. Shuffle the sentences with this seed
             first (bilm-tf's `shuffle_on_load`); None keeps file order.
         batches_per_shard: int. Consecutive batches per shard file.
-        progress: bool. Print counts to stderr.
+        progress: None, or a reporter (`training.progress.Reporter`: its
+            `meter(what, total, unit, scale)` gives an object to `update`
+            and `finish`) told the sentences read (MB of the files), then
+            the targets written (every token's one per direction).
 
     Example:
 
@@ -155,20 +184,22 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
         raise ValueError("`batches_per_shard` must be a positive integer. Received: "
                          f"batches_per_shard={batches_per_shard!r}.")
     vocab = load_elmo_vocab(vocab_file)
-    start = time.time()
-    sentences = [s for s in read_sentences(input_files) if s]
+    reading = progress.meter("Reading sentences", total=text_bytes(input_files), unit="MB",
+                             scale=1e-6) if progress else None
+    sentences = [s for s in read_sentences(input_files, reading) if s]
     if not sentences:
         raise ValueError(f"{input_files} hold no sentence (no non-blank line).")
+    if reading:
+        reading.finish(sentences=len(sentences))
     if shuffle_seed is not None:
         order = np.random.default_rng(shuffle_seed).permutation(len(sentences))
         sentences = [sentences[i] for i in order]
-    os.makedirs(output_dir, exist_ok=True)
-    for name in os.listdir(output_dir):  # leftovers of an interrupted run
-        if name.startswith(".tmp-"):
-            os.remove(os.path.join(output_dir, name))
+    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
+    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the old manifest no longer describes the folder
+    # Each sentence gives its tokens and </S> as targets (one per direction).
+    writing = progress.meter("Writing streams", total=sum(len(s) + 1 for s in sentences),
+                             unit="targets") if progress else None
 
     shards, writer, tmp, name = [], None, None, None
     batches = positions = 0
@@ -180,26 +211,31 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
                        "sha256": file_sha256(os.path.join(output_dir, name))})
 
     records_in_shard = 0
-    for batch in stream_windows(sentences, vocab, batch_size, unroll_steps):
-        if batches % batches_per_shard == 0:
-            if writer is not None:
-                close_shard()
-            name = f"shard-{len(shards):05d}.tfrecord"
-            tmp = os.path.join(output_dir, f".tmp-{name}")
-            writer = tf.io.TFRecordWriter(tmp)
-            records_in_shard = 0
-        for k in range(batch_size):  # row k of the batch: record k of its group
-            writer.write(encode_elmo_example({key: values[k] for key, values in batch.items()}))
-        records_in_shard += batch_size
-        batches += 1
-        positions += int(batch["target_mask"].sum())
-    close_shard()
+    try:
+        for batch in stream_windows(sentences, vocab, batch_size, unroll_steps):
+            if batches % batches_per_shard == 0:
+                if writer is not None:
+                    close_shard()
+                name = f"shard-{len(shards):05d}.tfrecord"
+                tmp = os.path.join(output_dir, f".tmp-{name}")
+                writer = tf.io.TFRecordWriter(tmp)
+                records_in_shard = 0
+            for k in range(batch_size):  # row k of the batch: record k of its group
+                writer.write(encode_elmo_example({key: values[k] for key, values in batch.items()}))
+            records_in_shard += batch_size
+            batches += 1
+            positions += int(batch["target_mask"].sum())
+            if writing:
+                writing.update(positions, batches=batches, shards=len(shards))
+        close_shard()
+    finally:  # no temporary shard left behind, whatever stopped the write
+        if tmp and os.path.exists(tmp):
+            writer.close()
+            os.remove(tmp)
 
+    if writing:
+        writing.finish(batches=batches, shards=len(shards))
     words = sum(len(s) for s in sentences)
-    if progress:
-        print(f"{len(sentences)} sentences, {words} tokens -> {batches} batches of "
-              f"{batch_size} x {unroll_steps} ({positions} targets per direction, "
-              f"{time.time() - start:.0f} s)", file=sys.stderr, flush=True)
     known = set(vocab)
     manifest = {
         "version": MANIFEST_VERSION,

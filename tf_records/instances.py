@@ -57,6 +57,9 @@ class InstanceConfig:
             raise ValueError(f"`max_seq_length` must be >= 5. Received: {self.max_seq_length}.")
         if not 0 < self.masked_lm_prob < 1:
             raise ValueError(f"`masked_lm_prob` must be in (0, 1). Received: {self.masked_lm_prob}.")
+        if not 0 <= self.short_seq_prob <= 1:
+            raise ValueError(
+                f"`short_seq_prob` must be in [0, 1]. Received: {self.short_seq_prob}.")
         if self.max_predictions_per_seq < 1:
             raise ValueError(
                 f"`max_predictions_per_seq` must be >= 1. Received: {self.max_predictions_per_seq}.")

@@ -20,12 +20,14 @@ manifest that looks whole.
 
 import os
 import sys
-import time
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.bert_config import write_json_atomic
+from tf_records.input_files import clear_output_folder
+from tf_records.input_files import line_bytes
+from tf_records.input_files import text_bytes
 from tf_records.lm_schema import LmRecordSchema
 from tf_records.lm_schema import encode_lm_examples
 from tf_records.schema import MANIFEST_FILE
@@ -39,7 +41,7 @@ _WINDOWS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
 
 
 def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_files, num_shards=1,
-                  random_seed=12345, document_separator_id=None, progress=True):
+                  random_seed=12345, document_separator_id=None, progress=None):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.
 
     Args:
@@ -57,7 +59,10 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
         random_seed: int. Seed of the window order.
         document_separator_id: optional int. A token appended after every
             document (e.g. an end-of-text id); GPT's release has none.
-        progress: bool. Print progress to stderr.
+        progress: None, or a reporter (`training.progress.Reporter`: its
+            `meter(what, total, unit, scale)` gives an object to `update`
+            and `finish`) told the documents tokenized (MB of the files
+            read, documents, tokens), then the windows written.
 
     Example:
 
@@ -86,48 +91,51 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
     if document_separator_id is not None and not 0 <= document_separator_id < vocab_size:
         raise ValueError(f"`document_separator_id` must be in [0, {vocab_size}). "
                          f"Received: document_separator_id={document_separator_id}.")
-    os.makedirs(output_dir, exist_ok=True)
-    for name in os.listdir(output_dir):  # leftovers of an interrupted run
-        if name.startswith(".tmp-"):
-            os.remove(os.path.join(output_dir, name))
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the old manifest no longer describes the folder
 
-    start = time.time()
-    tokens, documents = _token_stream(input_files, tokenizer, vocab_size, document_separator_id)
+    reading = progress.meter("Tokenizing documents", total=text_bytes(input_files), unit="MB",
+                             scale=1e-6) if progress else None
+    tokens, documents = _token_stream(input_files, tokenizer, vocab_size, document_separator_id,
+                                      reading)
     s = schema.max_seq_length
     num_windows = -(-(len(tokens) - 1) // s) if len(tokens) > 1 else 0  # ceil((N - 1) / S)
+    if not documents:
+        raise ValueError(f"No documents in {', '.join(input_files)}: every line is blank.")
     if num_windows < num_shards:
         raise ValueError(
-            f"{input_files} give {len(tokens)} tokens, {num_windows} windows of "
+            f"{', '.join(input_files)} give {len(tokens)} tokens, {num_windows} windows of "
             f"{schema.window_length}: too few for num_shards={num_shards}. Give more text or "
             "fewer shards.")
-    if progress:
-        megabytes = sum(os.path.getsize(p) for p in input_files) / 1e6
-        print(f"{documents} documents, {len(tokens)} tokens, {num_windows} windows; tokenized "
-              f"{megabytes / max(time.time() - start, 1e-9):.2f} MB/s", file=sys.stderr, flush=True)
+    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
+    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
+    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
+    writing = progress.meter("Writing windows", total=num_windows,
+                             unit="windows") if progress else None
 
     order = np.random.default_rng(random_seed).permutation(num_windows)
     padded = np.concatenate([tokens, np.zeros(s, tokens.dtype)])  # the last window reads past N
-    shards = []
+    shards, written = [], 0
     for index, windows in enumerate(np.array_split(order, num_shards)):
         name = f"shard-{index:05d}.tfrecord"
         tmp = os.path.join(output_dir, f".tmp-{name}")
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for begin in range(0, len(windows), _WINDOWS_PER_ENCODE):
-                starts = windows[begin:begin + _WINDOWS_PER_ENCODE] * s  # (B,)
-                where = starts[:, None] + np.arange(schema.window_length)  # (B, W)
-                mask = (where < len(tokens)).astype(np.int64)  # (B, W); 0 past the stream's end
-                for record in encode_lm_examples(padded[where], mask):
-                    writer.write(record)
-        os.replace(tmp, os.path.join(output_dir, name))
+        try:
+            with tf.io.TFRecordWriter(tmp) as writer:
+                for begin in range(0, len(windows), _WINDOWS_PER_ENCODE):
+                    starts = windows[begin:begin + _WINDOWS_PER_ENCODE] * s  # (B,)
+                    where = starts[:, None] + np.arange(schema.window_length)  # (B, W)
+                    mask = (where < len(tokens)).astype(np.int64)  # (B, W); 0 past the end
+                    for record in encode_lm_examples(padded[where], mask):
+                        writer.write(record)
+                    written += len(starts)
+                    if writing:
+                        writing.update(written, shards=len(shards))
+            os.replace(tmp, os.path.join(output_dir, name))
+        finally:  # no temporary shard left behind, whatever stopped the write
+            if os.path.exists(tmp):
+                os.remove(tmp)
         shards.append({"file": name, "records": len(windows),
                        "sha256": file_sha256(os.path.join(output_dir, name))})
-        if progress:
-            print(f"\r{len(shards)}/{num_shards} shards", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+    if writing:
+        writing.finish(shards=len(shards))
 
     manifest = {
         "version": MANIFEST_VERSION,
@@ -153,9 +161,10 @@ def _documents(path):
         raise ValueError(f"Cannot read input file {path}: {e}") from None
 
 
-def _token_stream(input_files, tokenizer, vocab_size, separator_id):
-    """All documents' ids, in order, as one int32 array `(N,)`; and the document count."""
-    chunks, documents = [], 0
+def _token_stream(input_files, tokenizer, vocab_size, separator_id, meter=None):
+    """All documents' ids, in order, as one int32 array `(N,)`; and the
+    document count. `meter`: None, or `update`d with the bytes read."""
+    chunks, documents, read, count = [], 0, 0, 0
     for path in input_files:
         for number, document in enumerate(_documents(path), start=1):
             ids = np.asarray(tokenizer.encode(" ".join(document)), np.int64)
@@ -168,5 +177,11 @@ def _token_stream(input_files, tokenizer, vocab_size, separator_id):
                 ids = np.append(ids, separator_id)
             chunks.append(ids.astype(np.int32))
             documents += 1
+            if meter:
+                read += sum(line_bytes(line) for line in document)
+                count += len(ids)
+                meter.update(read, documents=documents, tokens=count)
+    if meter:
+        meter.finish(documents=documents, tokens=count)
     tokens = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
     return tokens, documents

@@ -20,14 +20,18 @@ manifest that looks whole.
 
 import dataclasses
 import gzip
+import itertools
 import json
 import multiprocessing
 import os
 import sys
 import time
+import zlib
 
 import numpy as np
 
+from tf_records.input_files import clear_output_folder
+from tf_records.input_files import line_bytes
 from tf_records.instances import SEGMENT_PAIR
 from tf_records.instances import InstanceConfig
 from tf_records.instances import VocabInfo
@@ -66,10 +70,22 @@ def read_documents(paths):
     One sentence per line, blank lines between documents, as the original.
     A file that is not UTF-8 raises `ValueError` naming file and line.
     """
+    for _, _, document in _documents_with_origin(paths):
+        yield document
+
+
+def _documents_with_origin(paths):
+    """`(path, line of its first line, document)` for every document of the
+    files, in order. A broken `.gz` or an unreadable file raises
+    `ValueError` naming the file."""
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            yield from file_documents(f, path)
+        try:
+            with opener(path, "rb") as f:
+                for line_number, document in numbered_file_documents(f, path):
+                    yield path, line_number, document
+        except (OSError, EOFError, zlib.error) as e:  # gzip's errors name no file
+            raise ValueError(f"Cannot read input file {path}: {e}") from None
 
 
 def file_documents(raw_lines, path):
@@ -79,56 +95,81 @@ def file_documents(raw_lines, path):
     (`beam_pretraining_data.py`), which opens files through Beam's file
     systems: `path` only names the file in errors.
     """
-    document = []
+    for _, document in numbered_file_documents(raw_lines, path):
+        yield document
+
+
+def numbered_file_documents(raw_lines, path):
+    """`file_documents` with the line number of each document's first line
+    (its lines are consecutive: a blank line ends a document)."""
+    document, first = [], 0
     for line_number, raw in enumerate(raw_lines, start=1):
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as e:
             raise ValueError(f"{path}:{line_number}: not UTF-8 ({e.reason}).") from None
         if line:
+            if not document:
+                first = line_number
             document.append(line)
         elif document:
-            yield document
+            yield first, document
             document = []
     if document:  # a file end also ends a document
-        yield document
+        yield first, document
 
 
 def _blocks(paths, documents_per_block):
-    block = []
-    for document in read_documents(paths):
+    """Blocks of documents, each with the (file, line) each document starts at."""
+    block, origins = [], []
+    for path, line_number, document in _documents_with_origin(paths):
         block.append(document)
+        origins.append((path, line_number))
         if len(block) == documents_per_block:
-            yield block
-            block = []
+            yield block, origins
+            block, origins = [], []
     if block:
-        yield block
+        yield block, origins
 
 
 def _write_block(job):
     """Worker: one block's records (`block_records`) -> its shard."""
     import tensorflow as tf
 
-    index, block, vocab_file, output_dir, instance_config, writer_config = job
-    records, vocab_facts = block_records(index, block, vocab_file, instance_config, writer_config)
+    index, (block, origins), vocab_file, output_dir, instance_config, writer_config = job
+    long_lines = []
+    records, vocab_facts = block_records(index, block, vocab_file, instance_config, writer_config,
+                                         long_lines=long_lines)
     name = f"shard-{index:05d}.tfrecord"
     tmp = os.path.join(output_dir, f".tmp-{name}")
-    with tf.io.TFRecordWriter(tmp) as writer:
-        for record in records:
-            writer.write(record)
-    os.replace(tmp, os.path.join(output_dir, name))
-    size = sum(len(line.encode()) + 1 for document in block for line in document)
+    try:
+        with tf.io.TFRecordWriter(tmp) as writer:
+            for record in records:
+                writer.write(record)
+        os.replace(tmp, os.path.join(output_dir, name))
+    finally:  # no temporary shard left behind, whatever stopped the write
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    size = sum(line_bytes(line) for document in block for line in document)
     return {"file": name, "records": len(records), "sha256": file_sha256(os.path.join(output_dir, name)),
-            "documents": len(block), "bytes": size, "vocab": vocab_facts}
+            "documents": len(block), "bytes": size, "vocab": vocab_facts,
+            "long_lines": [(origins[d][0], origins[d][1] + k, chars, tokens)
+                           for d, k, chars, tokens in long_lines]}
 
 
-def block_records(index, block, vocab_file, instance_config, writer_config):
+def block_records(index, block, vocab_file, instance_config, writer_config, long_lines=None):
     """Block `index` (its documents, in corpus order) -> (its serialized
     examples in shard order, the vocabulary's manifest facts).
 
     A function of (seed, index, documents) alone: the local writer and the
     Beam pipeline (`beam_pretraining_data.py`) both call it, so the same
     blocks give the same shards byte for byte.
+
+    `long_lines`: optional list; with segment pairs, each line too long for
+    any instance (more than `max_seq_length - 3` tokens: all but that many
+    are dropped, as the original drops them) is appended to it as
+    `(document index in the block, line index in the document, characters,
+    tokens)`.
     """
     import random
 
@@ -149,8 +190,13 @@ def block_records(index, block, vocab_file, instance_config, writer_config):
     lines = [line for document in block for line in document]
     ids = tokenizer.tokenize(tf.constant(lines)).to_list() if lines else []
     documents, cursor = [], 0
-    for document in block:
-        segments = [s for s in ids[cursor:cursor + len(document)] if s]
+    longest = instance_config.max_seq_length - 3  # [CLS] A [SEP] B [SEP]
+    for d, document in enumerate(block):
+        line_ids = ids[cursor:cursor + len(document)]
+        if long_lines is not None and instance_config.input_format == SEGMENT_PAIR:
+            long_lines += [(d, k, len(document[k]), len(s)) for k, s in enumerate(line_ids)
+                           if len(s) > longest]
+        segments = [s for s in line_ids if s]
         cursor += len(document)
         documents.append(segments)
     # Block 0 is seeded exactly as the original seeds its one generator, so a
@@ -174,6 +220,54 @@ def block_records(index, block, vocab_file, instance_config, writer_config):
     return records, vocab_facts
 
 
+class LongLines:
+    """Lines too long for any instance, counted over the blocks; `report`
+    prints their count and the first few (file:line), as one warning."""
+
+    SHOWN = 3
+
+    def __init__(self, max_seq_length):
+        self.max_seq_length = max_seq_length
+        self.count = 0
+        self.first = []
+
+    def add(self, found):
+        self.count += len(found)
+        self.first += found[:self.SHOWN - len(self.first)]
+
+    def report(self, out=None):
+        if not self.count:
+            return
+        out = out or sys.stderr
+        print(f"Warning: {self.count:,} line(s) hold more tokens than fit one instance of "
+              f"{self.max_seq_length} (one sentence per line is the format):", file=out)
+        for path, line, chars, tokens in self.first:
+            print(f"  {path}:{line}: a {chars:,}-character line ({tokens:,} tokens) becomes one "
+                  f"instance of {self.max_seq_length} tokens; the rest is dropped (as the "
+                  "original does).", file=out)
+        if self.count > len(self.first):
+            print(f"  ... and {self.count - len(self.first):,} more.", file=out)
+        out.flush()
+
+
+def check_vocab_file(vocab_file):
+    """Raises `ValueError` naming `vocab_file` unless it is a readable
+    vocab.txt with BERT's special tokens (read without TensorFlow, as
+    `load_vocab` reads it: one token per line)."""
+    if not vocab_file or not os.path.isfile(vocab_file):
+        raise ValueError(f"Vocabulary file {vocab_file!r} does not exist.")
+    try:
+        with open(vocab_file, encoding="utf-8") as f:
+            tokens = {line.strip() for line in f}
+    except UnicodeDecodeError as e:
+        raise ValueError(f"Vocabulary file {vocab_file} is not UTF-8 text ({e.reason}): "
+                         "not a vocab.txt.") from None
+    missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t not in tokens]
+    if missing:
+        raise ValueError(f"Vocabulary file {vocab_file} lacks {', '.join(missing)}: not a BERT "
+                         "vocab.txt (one token per line, the special tokens included).")
+
+
 def _vocab_facts(vocab):
     """What the manifest says of the vocabulary."""
     return {"vocab_size": max(vocab.values()) + 1,
@@ -194,25 +288,29 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     """
     instance_config = instance_config or InstanceConfig()
     writer_config = writer_config or WriterConfig()
+    # Everything is checked before the output folder is touched.
     if not input_files:
         raise ValueError("No input files.")
     for path in input_files:
         if not os.path.isfile(path):
             raise ValueError(f"Input file {path} does not exist.")
-    os.makedirs(output_dir, exist_ok=True)
-    for name in os.listdir(output_dir):  # leftovers of an interrupted run
-        if name.startswith(".tmp-"):
-            os.remove(os.path.join(output_dir, name))
+    check_vocab_file(vocab_file)
+    blocks = _blocks(list(input_files), writer_config.documents_per_block)
+    # Reads up to the first block: a file that cannot be read from its start
+    # (a broken .gz, bytes that are not UTF-8) is named before the folder is
+    # touched. No documents at all give a manifest of no shards (as Beam's).
+    first = next(blocks, None)
+    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the old manifest no longer describes the folder
     jobs = (
         (index, block, vocab_file, output_dir, instance_config, writer_config)
-        for index, block in enumerate(_blocks(list(input_files), writer_config.documents_per_block))
+        for index, block in enumerate(itertools.chain([first] if first else [], blocks))
     )
     shards = []
+    long_lines = LongLines(instance_config.max_seq_length)
     start = time.time()
     for shard in _run(jobs, writer_config.num_workers):
+        long_lines.add(shard.pop("long_lines"))
         shards.append(shard)
         if callable(progress):
             progress(sum(s["documents"] for s in shards), sum(s["records"] for s in shards),
@@ -226,6 +324,7 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
                   f"{megabytes / elapsed:.2f} MB/s", end="", file=sys.stderr, flush=True)
     if progress and not callable(progress):
         print(file=sys.stderr)
+    long_lines.report()
     if shards:  # the workers read the vocabulary; this process stays free of TensorFlow
         vocab_facts = shards[0]["vocab"]
     else:

@@ -13,11 +13,13 @@ also atomically, so a crash leaves no shard or manifest that looks whole.
 
 import os
 import sys
-import time
 
 import numpy as np
 
 from keras_bert_impl.bert_config import write_json_atomic
+from tf_records.input_files import clear_output_folder
+from tf_records.input_files import line_bytes
+from tf_records.input_files import text_bytes
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
@@ -33,7 +35,7 @@ _RECORDS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
 
 def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piece, vocab_files,
                         eod_id=7, random_seed=12345, whole_word_spans=False,
-                        batches_per_shard=1000, progress=True):
+                        batches_per_shard=1000, progress=None):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.
 
     Args:
@@ -51,7 +53,10 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
         random_seed: int. Seed of A/B sampling and masking.
         whole_word_spans: bool. Spans of whole words (see `sample_mask`).
         batches_per_shard: int. Consecutive batches per shard file.
-        progress: bool. Print counts to stderr.
+        progress: None, or a reporter (`training.progress.Reporter`: its
+            `meter(what, total, unit, scale)` gives an object to `update`
+            and `finish`) told the batches written (the total is the most
+            the stream can give; the last may not find room for A and B).
 
     Example:
 
@@ -78,7 +83,6 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
     for path in vocab_files:
         if not os.path.isfile(path):
             raise ValueError(f"Vocabulary file {path} does not exist.")
-    start = time.time()
     ids, sent_ids, num_documents, num_sentences = document_stream(documents, eod_id)
     if not num_sentences:
         raise ValueError("The documents hold no tokens (an empty corpus?).")
@@ -91,13 +95,12 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
             "text, or a smaller --batch_size or --seq_len.")
     start_table = start_piece_table(is_start_piece, vocab_size)
 
-    os.makedirs(output_dir, exist_ok=True)
-    for name in os.listdir(output_dir):  # leftovers of an interrupted run
-        if name.startswith(".tmp-"):
-            os.remove(os.path.join(output_dir, name))
+    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
+    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the old manifest no longer describes the folder
+    # The most batches: one every reuse_len tokens of a row while seq_len fit.
+    most = (len(ids) // streams - schema.seq_len) // schema.reuse_len + 1
+    writing = progress.meter("Writing records", total=most, unit="batches") if progress else None
 
     import tensorflow as tf  # here: the stream and its checks need none
 
@@ -131,6 +134,8 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
         if len(pending) == batches_per_shard:
             write_shard(pending)
             pending = []
+        if writing:
+            writing.update(batches, records=batches * schema.batch_size, shards=len(shards))
     if pending:
         write_shard(pending)
     if not batches:
@@ -139,10 +144,8 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
             f"room for a record of seq_len={schema.seq_len} with its next-token targets. Give "
             "more text, or a smaller --batch_size or --seq_len.")
     records = batches * schema.batch_size
-    if progress:
-        print(f"{num_documents} documents, {len(ids)} tokens -> {batches} batches of "
-              f"{schema.batch_size} x {schema.seq_len} ({time.time() - start:.0f} s)",
-              file=sys.stderr, flush=True)
+    if writing:
+        writing.finish(records=records, shards=len(shards))
     manifest = {
         "version": MANIFEST_VERSION,
         "schema": schema.to_manifest(),
@@ -180,18 +183,33 @@ def _check_ids(ids, vocab_size, schema):
                 "encode sentences without special tokens (the writer adds <sep> and <cls>).")
 
 
-def tokenized_documents(input_files, tokenizer):
+def tokenized_documents(input_files, tokenizer, progress=None):
     """Documents of text files (one sentence per line, blank lines between
-    documents, plain or .gz) -> lists of sentences of ids (`tokenizer.encode`)."""
+    documents, plain or .gz) -> lists of sentences of ids (`tokenizer.encode`).
+
+    `progress`: None, or a reporter (as `write_xlnet_records`'s) told the
+    text read (MB of the files), documents and tokens.
+    """
     for path in input_files:
         if not os.path.isfile(path):
             raise ValueError(f"Input file {path} does not exist.")
+    reading = progress.meter("Tokenizing documents", total=text_bytes(input_files), unit="MB",
+                             scale=1e-6) if progress else None
+    read = documents = tokens = 0
     for document in read_documents(list(input_files)):
-        yield [tokenizer.encode(line) for line in document]
+        sentences = [tokenizer.encode(line) for line in document]
+        yield sentences
+        if reading:
+            read += sum(line_bytes(line) for line in document)
+            documents += 1
+            tokens += sum(len(ids) for ids in sentences)
+            reading.update(read, documents=documents, tokens=tokens)
+    if reading:
+        reading.finish(documents=documents, tokens=tokens)
 
 
 def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, random_seed=12345,
-                     whole_word_spans=False, batches_per_shard=1000, progress=True):
+                     whole_word_spans=False, batches_per_shard=1000, progress=None):
     """Text files -> `write_xlnet_records` with a tokenizer's ids and pieces.
 
     Args:
@@ -201,7 +219,9 @@ def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, ra
             tokens), `is_start_piece(id) -> bool`, `sep_id`, `cls_id`,
             `eod_id` and `vocab_size` (XLNet's SentencePiece tokenizer).
         output_dir, schema, vocab_files, random_seed, whole_word_spans,
-        batches_per_shard, progress: as `write_xlnet_records`.
+        batches_per_shard: as `write_xlnet_records`.
+        progress: None, or a reporter told the tokenizing
+            (`tokenized_documents`) and the writing (`write_xlnet_records`).
     """
     if not input_files:
         raise ValueError("No input files.")
@@ -213,7 +233,7 @@ def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, ra
     vocab_size = tokenizer.vocab_size
     vocab_size = int(vocab_size() if callable(vocab_size) else vocab_size)
     return write_xlnet_records(
-        tokenized_documents(input_files, tokenizer), output_dir, schema, vocab_size,
+        tokenized_documents(input_files, tokenizer, progress), output_dir, schema, vocab_size,
         tokenizer.is_start_piece, vocab_files, eod_id=tokenizer.eod_id, random_seed=random_seed,
         whole_word_spans=whole_word_spans, batches_per_shard=batches_per_shard,
         progress=progress)

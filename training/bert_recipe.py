@@ -43,8 +43,27 @@ class BertRecipe:
             raise SystemExit(f"--preset={cfg.preset!r} is not a BERT size: "
                              f"{', '.join(PRESETS)}.")
         self.cfg = cfg
+        config = self._config()  # the size, read and checked before anything is written
+        if cfg.max_seq_length > config.max_position_embeddings:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
+                             f"max_position_embeddings={config.max_position_embeddings} "
+                             f"({cfg.config_file or '--preset=' + cfg.preset}).")
         self.preset = cfg.preset
         self.ablation = _objective(cfg.ablation, cfg.input_format)
+
+    def _config(self):
+        """The model's `BertConfig` from `--config_file` or `--preset` (its
+        vocab_size is the data's, set later)."""
+        from keras_bert_impl import BertConfig
+        from keras_bert_impl import preset
+
+        cfg = self.cfg
+        try:
+            return BertConfig.from_json_file(cfg.config_file) if cfg.config_file else preset(
+                cfg.preset)
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"--config_file={cfg.config_file}: {e}" if cfg.config_file
+                             else str(e)) from None
 
     def prepare_data(self):
         """-> (train records source, held-out source or None, vocab file or None)."""
@@ -111,21 +130,11 @@ class BertRecipe:
     def build_model(self, vocab_size):
         from keras_bert_impl import BertBackbone
         from keras_bert_impl import BertCausalLMPretrainer
-        from keras_bert_impl import BertConfig
         from keras_bert_impl import BertMaskedLMPretrainer
         from keras_bert_impl import BertPretrainer
-        from keras_bert_impl import preset
 
         cfg = self.cfg
-        try:
-            config = BertConfig.from_json_file(cfg.config_file) if cfg.config_file else preset(
-                cfg.preset)
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
-        config = dataclasses.replace(config, vocab_size=vocab_size)
-        if cfg.max_seq_length > config.max_position_embeddings:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
-                             f"max_position_embeddings={config.max_position_embeddings}.")
+        config = dataclasses.replace(self._config(), vocab_size=vocab_size)
         dtype = "mixed_bfloat16" if cfg.mixed_precision else None
         backbone = BertBackbone.from_bert_config(config, causal=self.ablation == "ltr", dtype=dtype)
         pretrainer = {"": BertPretrainer, "no_nsp": BertMaskedLMPretrainer,
@@ -202,16 +211,16 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
     from keras_bert_impl.tokenizers.vocab_learner import count_words
     from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
     from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
-    from training.progress import Progress
+    from tf_records.input_files import line_bytes
+    from training.progress import Reporter
+    from training.progress import text_meter
 
-    reading = Progress("Counting words", total=_text_bytes(files), unit="MB", scale=1e-6,
-                       every_seconds=5)
-    counts = count_words(reading.iterate(lines, size=lambda line: len(line.encode()) + 1),
-                         do_lower_case)
+    reading = text_meter("Counting words", files)
+    counts = count_words(reading.iterate(lines, size=line_bytes), do_lower_case)
     reading.finish(words=len(counts))
     if not counts:
         raise SystemExit(f"No words in {', '.join(files)}: cannot learn a vocabulary.")
-    search = Progress("Learning WordPiece vocabulary", unit="rounds", every_seconds=5)
+    search = Reporter().meter("Learning WordPiece vocabulary", unit="rounds")
 
     def on_round(number, most, threshold, size):
         search.total = most
@@ -222,25 +231,17 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
     return tokens
 
 
-def writing_progress(what, files, every_seconds=5.0):
+def writing_progress(what, files, every_seconds=None):
     """`write_pretraining_data`'s `progress`: documents and instances written,
     and the share of the text read (its rate and ETA)."""
-    from training.progress import Progress
+    from training.progress import text_meter
 
-    meter = Progress(what, total=_text_bytes(files), unit="MB", scale=1e-6,
-                     every_seconds=every_seconds)
+    meter = text_meter(what, files, every_seconds=every_seconds)
 
     def report(documents, instances, text_bytes):
         meter.update(text_bytes, documents=documents, instances=instances)
 
     return report
-
-
-def _text_bytes(files):
-    """The text files' size (None with a gzip file: its size is not the text's)."""
-    if any(f.endswith(".gz") for f in files):
-        return None
-    return sum(os.path.getsize(f) for f in files)
 
 
 def _objective(ablation, input_format):

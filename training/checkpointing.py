@@ -15,6 +15,7 @@ import errno
 import fcntl
 import math
 import os
+import shutil
 
 import keras
 import tensorflow as tf
@@ -77,6 +78,8 @@ class TrainingCheckpoint:
         self._checkpoint = tf.train.Checkpoint(
             model=model, optimizer=model.optimizer, batches=self.batches, dropout_seeds=seeds)
         self.is_chief = _is_chief(strategy)
+        if self.is_chief:
+            remove_stale_temporaries(directory)
         target = directory if self.is_chief else os.path.join(
             directory, f".worker-{strategy.cluster_resolver.task_id}")
         self._manager = tf.train.CheckpointManager(self._checkpoint, target, max_to_keep=max_to_keep)
@@ -97,6 +100,24 @@ class TrainingCheckpoint:
         if not self.is_chief:
             tf.io.gfile.rmtree(os.path.dirname(path))
         return path
+
+
+def remove_stale_temporaries(directory):
+    """Removes the temporary folders (`ckpt-N_temp`, where TensorFlow writes a
+    checkpoint's shards before merging them) of a run killed while saving;
+    they are never finished or cleaned up otherwise. Says so in a line.
+    Returns the folders removed."""
+    if not os.path.isdir(directory):
+        return []
+    stale = sorted(name for name in os.listdir(directory)
+                   if name.startswith("ckpt-") and name.endswith("_temp")
+                   and os.path.isdir(os.path.join(directory, name)))
+    for name in stale:
+        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+    if stale:
+        print(f"Removed {len(stale)} temporary checkpoint folder(s) of a run stopped while saving: "
+              f"{', '.join(os.path.join(directory, name) for name in stale)}", flush=True)
+    return stale
 
 
 def _is_chief(strategy):

@@ -33,3 +33,20 @@ def define_flags(cls, help_texts):
 def from_flags(cls, flag_values=flags.FLAGS):
     """An instance of `cls` with every field taken from the parsed flags."""
     return cls(**{f.name: flag_values[f.name].value for f in dataclasses.fields(cls)})
+
+
+def check_at_least(cfg, minimums):
+    """`SystemExit` naming the first flag of `minimums` ({field: lowest
+    allowed value}) whose value in `cfg` is below it: flags are checked
+    before a command writes anything."""
+    for name, lowest in minimums.items():
+        value = getattr(cfg, name)
+        if value < lowest:
+            raise SystemExit(f"--{name}={value}: must be >= {lowest}.")
+
+
+def check_one_of(cfg, name, choices):
+    """`SystemExit` naming `--name` unless its value in `cfg` is one of `choices`."""
+    value = getattr(cfg, name)
+    if value not in choices:
+        raise SystemExit(f"--{name}={value!r} is not one of: {', '.join(map(str, choices))}.")

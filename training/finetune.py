@@ -321,13 +321,6 @@ def build_backbone(cfg, vocab_size):
     return backbone
 
 
-def _take(arrays, n):
-    import keras
-
-    # Sample weights are None for most tasks: kept as they are.
-    return keras.tree.map_structure(lambda a: a if a is None else a[:n], arrays) if n else arrays
-
-
 def main(argv):
     del argv
     cfg = from_flags(FinetuneConfig)
@@ -337,13 +330,29 @@ def main(argv):
 
 
 def run(cfg):
-    """Fine-tunes, scores, writes predictions and exports; returns the summary."""
+    """Fine-tunes, scores, writes predictions and exports; returns the summary.
+
+    Validate first, act second: the flags, the checkpoint's and vocabulary's
+    paths and every data file (each split read, encoded and found non-empty)
+    are checked before the output folder is made or locked, so a run stopped
+    there leaves the folder as it found it.
+    """
     logging.set_verbosity(logging.WARNING)
     # Span QA, tagging and features do not read the pooler; Keras warns that
     # it gets no gradient, as the original left it untrained for them.
     warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler")
     started = time.time()
+    from training.finetune_checks import check_flags
+    from training.finetune_checks import check_paths
+    from training.finetune_checks import load_data
+
+    check_flags(cfg)
     cfg = resolve(cfg)
+    check_paths(cfg)
+    import keras  # here, not at the top: the command's console is set up before TensorFlow loads
+
+    keras.utils.set_random_seed(cfg.seed)
+    tokenizer, task, data = load_data(cfg)  # reads; writes nothing
     from training.checkpointing import OutputLock
 
     try:
@@ -351,58 +360,30 @@ def run(cfg):
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
     try:
-        return _fine_tune(cfg, started)
+        return _fine_tune(cfg, started, tokenizer, task, data)
     finally:
         lock.release()
 
 
-def _fine_tune(cfg, started):
+def _fine_tune(cfg, started, tokenizer, task, data):
     """The run itself, top to bottom: data -> model -> fit -> predictions -> export."""
-    import keras  # here, not at the top: the command's console is set up before TensorFlow loads
+    import keras
 
-    keras.utils.set_random_seed(cfg.seed)
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    from keras_bert_impl.tokenizers import BertTokenizer
     from training.curves import write_training_curves
     from training.distribution import make_strategy
     from training.distribution import replicas_batch
+    from training.finetune_checks import check_positions
     from training.finetune_loop import EvaluateEachEpoch
     from training.finetune_loop import epoch_seed
     from training.finetune_loop import fit_resumable
     from training.finetune_loop import shuffled_batches
-    from training.finetune_tasks import make_task
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
     from training.train_log import TrainingLog
 
-    if cfg.model == "gpt":
-        from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-        from training.finetune_gpt import make_gpt_task as make_task
-
-        tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
-    elif cfg.model == "elmo":
-        from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-        from training.finetune_elmo import make_elmo_task as make_task
-
-        tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
-    elif cfg.model == "xlnet":
-        from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-        from training.finetune_xlnet import make_xlnet_task as make_task
-
-        tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
-    else:
-        if cfg.task == "text_classification":  # it builds on finetune_tasks.GlueTask
-            from training.text_classification_task import TextClassificationTask as make_task
-
-        tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
-    try:  # bad input files: the message names the file and line; no traceback
-        task = make_task(cfg, tokenizer)
-        x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
-        for split in task.eval_splits:
-            task.prepare(split)  # dev's errors show before training, not after an epoch
-    except ValueError as e:
-        raise SystemExit(f"Bad input: {e}") from None
+    x, y, sample_weight = data
     rows = len(x["input_word_ids"])
     steps_per_epoch = math.ceil(rows / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
@@ -429,7 +410,18 @@ def _fine_tune(cfg, started):
 
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=XLNET_ADAM_EPSILON)
     with strategy.scope():
-        model = task.build_model(build_backbone(cfg, getattr(tokenizer, "vocab_size", None)))
+        try:
+            backbone = build_backbone(cfg, getattr(tokenizer, "vocab_size", None))
+        except ValueError as e:  # a checkpoint that is not what its files claim
+            raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: {e}") from None
+        # Before run_config.json is written: a refused run leaves nothing to resume.
+        check_positions(cfg, backbone)
+        if cfg.model == "bert" and tokenizer.vocab_size > backbone.bert_config.vocab_size:
+            raise SystemExit(
+                f"--vocab_file={cfg.vocab_file} holds {tokenizer.vocab_size} tokens, but the model "
+                f"from {cfg.init_checkpoint or cfg.preset} has {backbone.bert_config.vocab_size} "
+                "word embeddings: pass the checkpoint's own vocab.txt.")
+        model = task.build_model(backbone)
         model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
     grouped = cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu"
     if grouped:  # batches of similar length cut to their longest row; TPUs want static shapes
@@ -473,12 +465,13 @@ def _fine_tune(cfg, started):
     elif cfg.model == "gpt":
         from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 
-        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"), labels=labels)
+        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
+                               cfg.merges_file, cfg.max_seq_length, labels=labels)
     elif cfg.model == "elmo":
         from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 
         export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"),
-                                     labels=labels)
+                                     labels=labels, max_seq_length=cfg.max_seq_length)
     elif cfg.model == "xlnet":
         from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
 

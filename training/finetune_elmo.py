@@ -122,6 +122,12 @@ def build_elmo_backbone(cfg):
             "frozen, gives random features (smoke tests only).")
         return ElmoBackbone.from_config_object(elmo_preset(cfg.preset), dtype=dtype)
     if cfg.init_checkpoint.endswith(".keras"):
+        from keras_bert_impl.checkpoints import check_keras_file
+
+        try:
+            check_keras_file(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
         model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
         backbone = model if isinstance(model, ElmoBackbone) else getattr(model, "backbone", None)
         if not isinstance(backbone, ElmoBackbone):

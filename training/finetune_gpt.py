@@ -95,6 +95,12 @@ def build_gpt_backbone(cfg, vocab_size):
 
         backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
     else:
+        from keras_bert_impl.checkpoints import check_keras_file
+
+        try:
+            check_keras_file(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
         model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
         backbone = model if isinstance(model, GptBackbone) else getattr(model, "backbone", None)
         if not isinstance(backbone, GptBackbone):

@@ -82,6 +82,15 @@ def _report_skipped(num_skipped, path):
         _say(f"Skipped {num_skipped} bad rows in {path} (--skip_bad_input).")
 
 
+def check_rows(count, path, split, skipped=0, what="examples"):
+    """Raises `ValueError` naming the file of a split with no rows: found
+    when the data is read, not by `predict` after a training epoch."""
+    if not count:
+        left = f" ({skipped} bad ones skipped)" if skipped else ""
+        raise ValueError(f"{path}: the {split} split holds no {what}{left}; give it some, or "
+                         "remove the file.")
+
+
 def _predict(model, x, batch_size):
     import keras
 
@@ -117,6 +126,8 @@ class GlueTask:
         self.cfg, self.tokenizer, self.task = cfg, tokenizer, glue.get_task(name)
         self.eval_splits = [s for s in self.task.splits if s.startswith("dev")
                             and os.path.exists(self._path(s))]
+        # Predicted at the end; read with the dev splits, before training.
+        self.test_splits = [s for s in self.task.submissions if os.path.exists(self._path(s))]
         self._cache = {}
 
     def _path(self, split):
@@ -127,6 +138,7 @@ class GlueTask:
             examples, skipped = glue.read_glue(self.task, self.cfg.data_dir, split,
                                                skip_bad_rows=self.cfg.skip_bad_input)
             _report_skipped(skipped, self._path(split))
+            check_rows(len(examples), self._path(split), split, skipped)
             self._cache[split] = (examples, self._encode(examples))
         return self._cache[split]
 
@@ -170,11 +182,10 @@ class GlueTask:
             _write_lines(path, ["guid\tprediction\tlabel\n"] + [
                 f"{e.guid}\t{a}\t{e.label}\n" for e, a in zip(examples, answers)])
             paths.append(path)
-        for split in self.task.submissions:
-            if os.path.exists(self._path(split)):
-                _, _, logits = self._logits(model, split)
-                paths.append(glue.write_submission_tsv(os.path.join(folder, "glue_submission"),
-                                                       self.task, logits, split=split))
+        for split in self.test_splits:
+            _, _, logits = self._logits(model, split)
+            paths.append(glue.write_submission_tsv(os.path.join(folder, "glue_submission"),
+                                                   self.task, logits, split=split))
         return paths
 
 
@@ -206,6 +217,7 @@ class SquadTask:
         examples, skipped = squad.read_squad_examples(
             self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
         _report_skipped(skipped, self.train_file)
+        check_rows(len(examples), self.train_file, "train", skipped, "questions")
         features = squad.convert_examples_to_features(
             examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
             self.cfg.max_query_length, is_training=True)
@@ -220,6 +232,7 @@ class SquadTask:
     def _dev(self):
         if "dev" not in self._cache:
             examples, _ = squad.read_squad_examples(self.dev_file, False, self.version_2)
+            check_rows(len(examples), self.dev_file, "dev", what="questions")
             features = squad.convert_examples_to_features(
                 examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
                 self.cfg.max_query_length, is_training=False)
@@ -285,6 +298,7 @@ class NerTask:
             data = conll.read_conll(path, skip_bad_lines=self.cfg.skip_bad_input)
             if data.skipped_lines:
                 _report_skipped(len(data.skipped_lines), path)
+            check_rows(len(data.sentences), path, split, len(data.skipped_lines), "sentences")
             self._data[split] = data
         # Every tag of every file, sorted: ids stay the same across runs.
         self.label_list = tuple(sorted({t for d in self._data.values() for t in d.label_list}))
@@ -342,6 +356,7 @@ class SwagTask:
             if path:
                 self.files[split] = path
         self.eval_splits = ["val"] if "val" in self.files else []
+        self.test_splits = ["test"] if "test" in self.files else []  # read before training
         self._cache = {}
 
     def _encoded(self, split):
@@ -349,6 +364,7 @@ class SwagTask:
             examples, skipped = swag.read_swag(self.files[split],
                                                skip_bad_rows=self.cfg.skip_bad_input)
             _report_skipped(skipped, self.files[split])
+            check_rows(len(examples), self.files[split], split, skipped)
             self._cache[split] = (examples, self._encode(examples))
         return self._cache[split]
 

@@ -56,6 +56,7 @@ from training.finetune_tasks import SquadTask
 from training.finetune_tasks import SwagTask
 from training.finetune_tasks import _predict
 from training.finetune_tasks import _report_skipped
+from training.finetune_tasks import check_rows
 from training.text_classification_task import TextClassificationTask
 
 # N=rows, S=max_seq_length
@@ -185,6 +186,12 @@ def build_xlnet_backbone(cfg, vocab_size):
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
     else:
+        from keras_bert_impl.checkpoints import check_keras_file
+
+        try:
+            check_keras_file(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
         model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
         backbone = model if isinstance(model, XLNetBackbone) else getattr(model, "backbone", None)
         if not isinstance(backbone, XLNetBackbone):
@@ -298,6 +305,7 @@ class XLNetSquadTask(SquadTask):
         examples, skipped = squad.read_squad_examples(
             self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
         _report_skipped(skipped, self.train_file)
+        check_rows(len(examples), self.train_file, "train", skipped, "questions")
         features = self._features(examples, is_training=True)
         return features.x, features.y, None
 
@@ -307,6 +315,7 @@ class XLNetSquadTask(SquadTask):
     def _dev(self):
         if "dev" not in self._cache:
             examples, _ = squad.read_squad_examples(self.dev_file, False, self.version_2)
+            check_rows(len(examples), self.dev_file, "dev", what="questions")
             self._cache["dev"] = (examples, self._features(examples, is_training=False),
                                   squad.load_squad_json(self.dev_file))
         return self._cache["dev"]

@@ -40,6 +40,23 @@ class GptRecipe:
                              "missing.")
         self.cfg = cfg
         self.preset = preset
+        config = self._config()  # the size, read and checked before anything is written
+        if cfg.max_seq_length > config.n_positions:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
+                             f"n_positions={config.n_positions} "
+                             f"({cfg.config_file or '--preset=' + cfg.preset}).")
+
+    def _config(self):
+        from keras_bert_impl.gpt import GptConfig
+        from keras_bert_impl.gpt import gpt_preset
+
+        cfg = self.cfg
+        try:
+            return (GptConfig.from_json_file(cfg.config_file) if cfg.config_file
+                    else gpt_preset(self.preset))
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"--config_file={cfg.config_file}: {e}" if cfg.config_file
+                             else str(e)) from None
 
     def _tokenizer(self, vocab_file):
         from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
@@ -53,19 +70,19 @@ class GptRecipe:
         if given:
             return given
         from tf_records.lm_writer import write_lm_data
+        from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file
         if not vocab_file:
             vocab_file = os.path.join(data_dir, "gpt_vocab", "vocab.json")
             if not os.path.exists(vocab_file):
-                from keras_bert_impl.gpt.bpe_learner import learn_bpe
                 from keras_bert_impl.gpt.bpe_learner import write_bpe_files
                 from tf_records.writer import read_documents
 
                 start = time.time()
                 lines = (line for document in read_documents(train_files) for line in document)
-                vocab, merges = learn_bpe(lines, vocab_size=cfg.vocab_size)
+                vocab, merges = learn_gpt_bpe(lines, train_files, cfg.vocab_size)
                 write_bpe_files(vocab, merges, os.path.dirname(vocab_file))
                 say(f"Learned a {len(vocab)}-token BPE vocabulary ({len(merges)} merges, "
                     f"{time.time() - start:.0f} s) -> {os.path.dirname(vocab_file)}")
@@ -82,7 +99,7 @@ class GptRecipe:
             manifest = write_lm_data(
                 files, tokenizer, folder, cfg.max_seq_length,
                 [vocab_file, _merges_beside(vocab_file)], num_shards=4,
-                random_seed=cfg.seed + (side == "heldout"), progress=False)
+                random_seed=cfg.seed + (side == "heldout"), progress=Reporter(side))
             records = sum(s["records"] for s in manifest["shards"])
             say(f"Wrote {records} {side} windows of {cfg.max_seq_length + 1} tokens "
                 f"({time.time() - start:.0f} s) -> {folder}")
@@ -99,19 +116,9 @@ class GptRecipe:
     def build_model(self, vocab_size):
         from keras_bert_impl.gpt import GptBackbone
         from keras_bert_impl.gpt import GptCausalLM
-        from keras_bert_impl.gpt import GptConfig
-        from keras_bert_impl.gpt import gpt_preset
 
         cfg = self.cfg
-        try:
-            config = (GptConfig.from_json_file(cfg.config_file) if cfg.config_file
-                      else gpt_preset(self.preset))
-        except ValueError as e:
-            raise SystemExit(str(e)) from None
-        config = config.replace(vocab_size=vocab_size)
-        if cfg.max_seq_length > config.n_positions:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
-                             f"n_positions={config.n_positions}.")
+        config = self._config().replace(vocab_size=vocab_size)
         dtype = "mixed_bfloat16" if cfg.mixed_precision else None
         return GptCausalLM(GptBackbone.from_config_object(config, dtype=dtype)), config
 
@@ -170,6 +177,35 @@ class GptRecipe:
             model, saved, vocab_file, _merges_beside(vocab_file) if vocab_file else None,
             self.cfg.max_seq_length)
         return f"SavedModel (signatures {', '.join(signatures)}) -> {saved}; Keras model -> {path}"
+
+
+def learn_gpt_bpe(lines, files, vocab_size):
+    """`bpe_from_counts` on text `lines` read from `files`, with progress
+    lines: the words counted (MB of the files read, rate, ETA), then the
+    merges learned (their ETA errs long: the first merges touch the most
+    words, and learning stops early when every pair is rare).
+
+    Returns:
+        `(vocab, merges)`, as `learn_bpe`.
+    """
+    from keras_bert_impl.gpt.bpe_learner import bpe_from_counts
+    from keras_bert_impl.gpt.bpe_learner import count_words
+    from tf_records.input_files import line_bytes
+    from training.progress import Reporter
+    from training.progress import text_meter
+
+    reading = text_meter("Counting words", files)
+    counts = count_words(reading.iterate(lines, size=line_bytes))
+    reading.finish(words=len(counts))
+    merging = Reporter().meter("Learning BPE merges", unit="merges")
+
+    def on_merge(number, most, count):
+        merging.total = most
+        merging.update(number, frequency=count)
+
+    vocab, merges = bpe_from_counts(counts, vocab_size=vocab_size, on_merge=on_merge)
+    merging.finish(tokens=len(vocab))
+    return vocab, merges
 
 
 def _merges_beside(vocab_file):

@@ -26,8 +26,9 @@ XLNet's flags, <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> at ids
 explicitly (XLNet's released model is cased); accents are stripped.
 """
 
-import glob
 import gzip
+import os
+import zlib
 
 from absl import app
 from absl import flags
@@ -35,76 +36,119 @@ from absl import flags
 from training import console
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("model", "bert", ["bert", "gpt", "xlnet"],
-                  "Which tokenizer's vocabulary to learn.")
-flags.DEFINE_list("input", None, "Text files or glob patterns (plain or .gz).", required=True)
-flags.DEFINE_string("output", "vocab.txt",
-                    "Where to write the vocabulary (gpt, xlnet: a folder).")
-flags.DEFINE_alias("output_dir", "output")
-flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
-flags.DEFINE_bool("do_lower_case", True, "Lowercase and strip accents (uncased).")
-flags.DEFINE_integer("num_unused", 99, "[unusedN] slots after [PAD].")
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags, on `flag_values` (a fresh `flags.FlagValues()`
+    runs the command in-process)."""
+    def define(kind, *args, **kwargs):
+        kind(*args, flag_values=flag_values, **kwargs)
+
+    define(flags.DEFINE_enum, "model", "bert", ["bert", "gpt", "xlnet"],
+           "Which tokenizer's vocabulary to learn.")
+    define(flags.DEFINE_list, "input", None, "Text files or glob patterns (plain or .gz).",
+           required=True)
+    define(flags.DEFINE_string, "output", "vocab.txt",
+           "Where to write the vocabulary (gpt, xlnet: a folder).")
+    flags.DEFINE_alias("output_dir", "output", flag_values=flag_values)
+    define(flags.DEFINE_integer, "vocab_size", 30522, "Largest vocabulary size.")
+    define(flags.DEFINE_bool, "do_lower_case", True, "Lowercase and strip accents (uncased).")
+    define(flags.DEFINE_integer, "num_unused", 99, "[unusedN] slots after [PAD].")
 
 
 def input_files(patterns):
-    files = sorted({f for pattern in patterns for f in glob.glob(pattern)})
-    if not files:
-        raise SystemExit(f"No files match {patterns}.")
-    return files
+    from tf_records.input_files import match_files
+
+    try:
+        return match_files(patterns, "--input")
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
-def read_lines(patterns):
-    for path in input_files(patterns):
+def read_lines(files):
+    """The non-blank lines of text files (plain or .gz), without line ends."""
+    for path in files:
         opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.strip():
-                    yield line
+        try:
+            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.strip():
+                        yield line.rstrip("\r\n")
+        except (OSError, EOFError, zlib.error) as e:  # a broken .gz: gzip names no file
+            raise SystemExit(f"Cannot read --input file {path}: {e}") from None
 
 
 def main(argv):
     del argv
-    if FLAGS.model == "gpt":
-        learn_gpt_vocab()
+    run(FLAGS)
+
+
+def run(values):
+    """The command on parsed flags `values`; flags and files are checked
+    before anything is written."""
+    files = check_flags(values)
+    if values.model == "gpt":
+        learn_gpt_vocab(values, files)
         return
-    if FLAGS.model == "xlnet":
-        learn_xlnet_vocab()
+    if values.model == "xlnet":
+        learn_xlnet_vocab(values, files)
         return
     from keras_bert_impl.tokenizers.vocab_learner import write_vocab
     from training.bert_recipe import learn_wordpiece
 
-    files = input_files(FLAGS.input)
-    tokens = learn_wordpiece(read_lines(files), files, FLAGS.vocab_size, FLAGS.do_lower_case,
-                             num_unused=FLAGS.num_unused)
-    write_vocab(tokens, FLAGS.output)
-    print(f"Wrote {len(tokens)} tokens to {FLAGS.output}")
+    tokens = learn_wordpiece(read_lines(files), files, values.vocab_size, values.do_lower_case,
+                             num_unused=values.num_unused)
+    write_vocab(tokens, values.output)
+    print(f"Wrote {len(tokens)} tokens to {values.output}")
 
 
-def learn_gpt_vocab():
-    if FLAGS.output.endswith(".txt"):
-        raise app.UsageError(
-            f"--model=gpt writes vocab.json and merges.txt into a folder; got "
-            f"--output={FLAGS.output}. Pass --output=DIR.")
-    from keras_bert_impl.gpt.bpe_learner import learn_bpe
+def check_flags(values):
+    """-> the input files; `SystemExit` (or absl's `UsageError`) naming the
+    flag at fault."""
+    files = input_files(values.input)
+    if values.vocab_size < 1:
+        raise SystemExit(f"--vocab_size={values.vocab_size}: must be >= 1.")
+    if values.num_unused < 0:
+        raise SystemExit(f"--num_unused={values.num_unused}: must be >= 0.")
+    if values.model in ("gpt", "xlnet"):
+        if values.output.endswith(".txt"):
+            files_written = ("vocab.json and merges.txt" if values.model == "gpt"
+                             else "spiece.model and spiece.vocab")
+            raise app.UsageError(
+                f"--model={values.model} writes {files_written} into a folder; got "
+                f"--output={values.output}. Pass --output=DIR.")
+        if os.path.isfile(values.output):
+            raise SystemExit(f"--output={values.output} is a file; --model={values.model} "
+                             "writes into a folder.")
+    elif os.path.isdir(values.output):
+        raise SystemExit(f"--output={values.output} is a folder; --model=bert writes one file "
+                         "(e.g. --output=vocab.txt).")
+    return files
+
+
+def learn_gpt_vocab(values, files):
     from keras_bert_impl.gpt.bpe_learner import write_bpe_files
+    from training.gpt_recipe import learn_gpt_bpe
 
-    vocab, merges = learn_bpe(read_lines(FLAGS.input), vocab_size=FLAGS.vocab_size)
-    vocab_path, merges_path = write_bpe_files(vocab, merges, FLAGS.output)
+    vocab, merges = learn_gpt_bpe(read_lines(files), files, values.vocab_size)
+    vocab_path, merges_path = write_bpe_files(vocab, merges, values.output)
     print(f"Wrote {len(vocab)} tokens to {vocab_path} and {len(merges)} merges to {merges_path}")
 
 
-def learn_xlnet_vocab():
-    if FLAGS.output.endswith(".txt"):
-        raise app.UsageError(
-            f"--model=xlnet writes spiece.model and spiece.vocab into a folder; got "
-            f"--output={FLAGS.output}. Pass --output_dir=DIR.")
+def learn_xlnet_vocab(values, files):
     from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
     from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+    from training.progress import Reporter
 
     # BERT's flag defaults to uncased; XLNet lowercases only when asked.
-    do_lower_case = FLAGS["do_lower_case"].present and FLAGS.do_lower_case
-    model_file = learn_sentencepiece(
-        input_files(FLAGS.input), FLAGS.output, FLAGS.vocab_size, do_lower_case=do_lower_case)
+    present = values["do_lower_case"].present if hasattr(values, "__getitem__") else False
+    do_lower_case = present and values.do_lower_case
+    try:
+        model_file = learn_sentencepiece(
+            files, values.output, values.vocab_size, do_lower_case=do_lower_case,
+            progress=Reporter())
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     tokenizer = XLNetTokenizer(model_file, do_lower_case=do_lower_case)
     print(f"Wrote {tokenizer.vocab_size} pieces ({'uncased' if do_lower_case else 'cased'}; "
           f"<cls>={tokenizer.cls_id} <sep>={tokenizer.sep_id} <eop>={tokenizer.eop_id}) "
@@ -113,6 +157,7 @@ def learn_xlnet_vocab():
 
 def cli():
     """`kbi-learn-vocab` and `python -m training.learn_vocab`: `main` on a quiet console."""
+    define_flags()
     console.run(main, __name__, output_flag=None)  # a vocabulary folder is no run folder
 
 

@@ -321,13 +321,34 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
 
 def main(argv):
     del argv
+    from absl import flags
+
+    explicit = {f.name for f in dataclasses.fields(PretrainConfig) if flags.FLAGS[f.name].present}
+    run(from_flags(PretrainConfig), explicit)
+
+
+def run(cfg, explicit=None):
+    """Pretrains as `cfg` says: data, training, evaluation, export.
+
+    Validate first, act second: the flags, the paths they name and the
+    records' agreement with them are checked (`training.pretrain_checks`)
+    before the output folder is made, locked or given its
+    `run_config.json`. `explicit`: the flags given on the command line (a
+    flag not given takes the records' value); None: those whose value
+    differs from the default.
+    """
+    from training.pretrain_checks import agree_with_records
+    from training.pretrain_checks import check_flags
+    from training.pretrain_checks import verify_records
+
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress
-    cfg = from_flags(PretrainConfig)
     started = time.time()
     if not cfg.num_train_steps:
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
     cfg = with_model_defaults(cfg)
-    recipe = make_recipe(cfg)  # checks --model and --ablation before anything is written
+    check_flags(cfg)
+    cfg = agree_with_records(cfg, explicit)
+    recipe = make_recipe(cfg)  # checks --model, --ablation, the preset or config file
     from training.checkpointing import OutputLock
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
@@ -349,6 +370,8 @@ def main(argv):
 
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     train_source, heldout_source, vocab_file = recipe.prepare_data()
+    for source in (train_source, heldout_source):
+        verify_records(source)  # a bad shard named now, not mid-run by a DataLossError
     vocab_size = recipe.vocab_size(train_source, vocab_file)
     model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size)
     if bad_loss:

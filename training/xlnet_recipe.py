@@ -208,6 +208,7 @@ class XLNetRecipe:
                 raise SystemExit("--heldout_input must be TFRecords when --input is.")
             return cfg.input, heldout, cfg.vocab_file or None
         from tf_records.xlnet_writer import tokenized_documents
+        from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file or self._learn_vocab(data_dir, train_files)
@@ -226,19 +227,18 @@ class XLNetRecipe:
             start = time.time()
             if side == "train":
                 passes = max(1, cfg.dupe_factor)
-                documents = (document for _ in range(passes)
-                             for document in tokenized_documents(files, tokenizer))
+                documents = _every_pass(files, tokenizer, passes)
                 side_schema = schema
             else:
                 passes = 1
-                documents = list(tokenized_documents(files, tokenizer))
+                documents = list(tokenized_documents(files, tokenizer, Reporter(side)))
                 side_schema = _heldout_schema(schema, documents)
                 if side_schema is None:
                     say(f"The held-out text is too short for one record of {schema.seq_len} "
                         "tokens: no held-out evaluation.")
                     continue
             manifest = self._write(documents, folder, side_schema, tokenizer, vocab_file,
-                                   cfg.seed + (side == "heldout"))
+                                   cfg.seed + (side == "heldout"), Reporter(side))
             sources[side] = folder
             say(f"Wrote {manifest['batches']} {side} batches of {side_schema.batch_size} streams "
                 f"x {schema.seq_len} tokens (reuse {schema.reuse_len}, {schema.num_predict} "
@@ -253,11 +253,12 @@ class XLNetRecipe:
         if os.path.exists(path):
             return path
         from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
+        from training.progress import Reporter
 
         start = time.time()
         try:
             path = learn_sentencepiece(train_files, folder, self.cfg.vocab_size,
-                                       do_lower_case=self.cfg.do_lower_case)
+                                       do_lower_case=self.cfg.do_lower_case, progress=Reporter())
         except ValueError as e:
             raise SystemExit(f"{e} (a smaller --vocab_size, or more text)") from None
         say(f"Learned a {self.cfg.vocab_size}-piece SentencePiece model "
@@ -265,13 +266,13 @@ class XLNetRecipe:
             f"-> {path}")
         return path
 
-    def _write(self, documents, folder, schema, tokenizer, vocab_file, seed):
+    def _write(self, documents, folder, schema, tokenizer, vocab_file, seed, progress):
         from tf_records.xlnet_writer import write_xlnet_records
 
         try:
             return write_xlnet_records(
                 documents, folder, schema, tokenizer.vocab_size, tokenizer.is_start_piece,
-                [vocab_file], eod_id=tokenizer.eod_id, random_seed=seed, progress=False)
+                [vocab_file], eod_id=tokenizer.eod_id, random_seed=seed, progress=progress)
         except ValueError as e:
             raise SystemExit(f"XLNet records for {folder}: {e}") from None
 
@@ -402,6 +403,17 @@ class XLNetRecipe:
             model, saved, vocab_file, self.cfg.do_lower_case, self.schema.seq_len)
         return (f"Hugging Face xlnet folder {export_dir}; SavedModel (signatures "
                 f"{', '.join(signatures)}) -> {saved}; Keras model -> {path}")
+
+
+def _every_pass(files, tokenizer, passes):
+    """The tokenized documents of `files`, `passes` times over, each pass
+    with its own progress lines."""
+    from tf_records.xlnet_writer import tokenized_documents
+    from training.progress import Reporter
+
+    for number in range(1, passes + 1):
+        label = f"train, pass {number}/{passes}" if passes > 1 else "train"
+        yield from tokenized_documents(files, tokenizer, Reporter(label))
 
 
 def _heldout_schema(schema, documents):

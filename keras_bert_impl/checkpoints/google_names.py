@@ -18,6 +18,13 @@ from keras_bert_impl.models.bert_pretrainer import BertPretrainer
 
 MLM_HEAD_PREFIX = "cls/predictions/"
 NSP_HEAD_PREFIX = "cls/seq_relationship/"
+# The heads' own tensors: a checkpoint holds a head when it holds one of these
+# (a stray tensor under the prefix is then reported as unexpected, not as a
+# head with its tensors missing).
+MLM_HEAD_NAMES = tuple(MLM_HEAD_PREFIX + name for name in (
+    "transform/dense/kernel", "transform/dense/bias", "transform/LayerNorm/gamma",
+    "transform/LayerNorm/beta", "output_bias"))
+NSP_HEAD_NAMES = (NSP_HEAD_PREFIX + "output_weights", NSP_HEAD_PREFIX + "output_bias")
 
 
 class _Slot:
@@ -149,10 +156,10 @@ def set_original_weights(model, tensors, source, describe=str):
     unused = sorted(name for name in tensors if name not in expected)
     if unused:
         raise ValueError(
-            f"{source} holds tensor {describe(unused[0])!r} ({len(unused)} unused in "
-            f"all) that a {type(model).__name__} with {model_summary(model)} has "
-            "no place for. Check the config, or load it into the model with "
-            "the matching heads."
+            f"{source} holds unexpected tensor {describe(unused[0])!r} ({len(unused)} "
+            f"unexpected in all) that a {type(model).__name__} with "
+            f"{model_summary(model)} has no place for. Check the config, or load it "
+            "into the model with the matching heads."
         )
     for name, shape in expected.items():
         got = tuple(np.shape(tensors[name]))
@@ -185,8 +192,8 @@ def build_model_for(config, names, dtype=None):
     `BertMaskedLMPretrainer` (masked LM only); none -> `BertBackbone`.
     """
     backbone = BertBackbone.from_bert_config(config, dtype=dtype)
-    has_mlm = any(name.startswith(MLM_HEAD_PREFIX) for name in names)
-    has_nsp = any(name.startswith(NSP_HEAD_PREFIX) for name in names)
+    has_mlm = any(name in MLM_HEAD_NAMES for name in names)
+    has_nsp = any(name in NSP_HEAD_NAMES for name in names)
     if has_mlm and has_nsp:
         return BertPretrainer(backbone)
     if has_mlm:

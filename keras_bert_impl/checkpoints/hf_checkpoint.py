@@ -153,7 +153,7 @@ def hf_to_original(tensors, config, source):
         found = original_name(key, prefix)
         if found is None:
             raise ValueError(
-                f"{source} holds tensor {key!r} that BERT has no place for "
+                f"{source} holds unexpected tensor {key!r} that BERT has no place for "
                 f"(a {config.num_hidden_layers}-layer model per {CONFIG_FILE})."
             )
         original, transpose = found

@@ -1,6 +1,7 @@
 """`load_backbone`: the BERT backbone of a checkpoint in any format we read."""
 
 import os
+import zipfile
 
 import keras
 
@@ -29,6 +30,31 @@ def checkpoint_format(path):
     raise ValueError(f"No checkpoint found at {path!r}. Expected one of: {'; '.join(FORMATS)}.")
 
 
+def check_keras_file(path):
+    """Raises `ValueError` naming `path` unless it is a readable `.keras` file.
+
+    Keras reports a corrupt or truncated file as "File not found"; this
+    says what is wrong instead: missing, not a zip archive, a damaged
+    member, or a zip without the model's `config.json`.
+    """
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: no such .keras file.")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a valid .keras file: not a zip archive (corrupt, "
+                         "truncated, or another format).")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            damaged = archive.testzip()  # the first member whose CRC fails, or None
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ValueError(f"{path} is not a valid .keras file: {e}.") from None
+    if damaged:
+        raise ValueError(f"{path} is not a valid .keras file: its member {damaged} is damaged.")
+    if "config.json" not in names:
+        raise ValueError(f"{path} is not a valid .keras file: a zip archive without the "
+                         f"model's config.json (it holds {', '.join(names[:5]) or 'nothing'}).")
+
+
 def load_backbone(path, dtype=None, causal=None):
     """The `BertBackbone` of a checkpoint, with its weights.
 
@@ -53,6 +79,7 @@ def load_backbone(path, dtype=None, causal=None):
     elif kind == "google":
         model = load_google_checkpoint(path, dtype=dtype)
     else:
+        check_keras_file(path)
         model = keras.saving.load_model(path, compile=False)
     backbone = model if isinstance(model, BertBackbone) else getattr(model, "backbone", None)
     if not isinstance(backbone, BertBackbone):

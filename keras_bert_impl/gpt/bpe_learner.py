@@ -62,11 +62,15 @@ def _merge_pair(symbols, left, right):
     return merged
 
 
-def learn_merges(word_counts, num_merges, min_frequency=2):
+def learn_merges(word_counts, num_merges, min_frequency=2, on_merge=None):
     """The first `num_merges` BPE merges of a `{word: count}` mapping.
 
     Stops early when the best pair occurs fewer than `min_frequency` times.
     Returns a list of `(left, right)` pairs in merge order.
+
+    `on_merge`: None, or callable `(merges, num_merges, count)` called
+    after each merge learned: how many so far, the most there can be (the
+    learning may stop before) and how often the merged pair occurred.
     """
     words = [[*w[:-1], w[-1] + END_OF_WORD] for w in word_counts]
     freqs = list(word_counts.values())
@@ -89,6 +93,8 @@ def learn_merges(word_counts, num_merges, min_frequency=2):
         if pair not in seen:  # a symbol spelled by two merges can repeat a pair
             seen.add(pair)
             merges.append(pair)
+            if on_merge is not None:
+                on_merge(len(merges), num_merges, count)
         changed = set()
         for index in holders.pop(pair, ()):
             symbols = words[index]
@@ -127,12 +133,24 @@ def learn_bpe(lines, vocab_size=None, num_merges=None, min_frequency=2):
         `(vocab, merges)`: dict token -> id in openai-gpt's layout, and the
         list of `(left, right)` merges in order.
     """
+    _check_sizes(vocab_size, num_merges)
+    return bpe_from_counts(count_words(lines), vocab_size, num_merges, min_frequency)
+
+
+def _check_sizes(vocab_size, num_merges):
     if (vocab_size is None) == (num_merges is None):
         raise ValueError(
             "Give exactly one of `vocab_size` and `num_merges`. "
             f"Received: vocab_size={vocab_size}, num_merges={num_merges}."
         )
-    counts = count_words(lines)
+
+
+def bpe_from_counts(counts, vocab_size=None, num_merges=None, min_frequency=2, on_merge=None):
+    """`learn_bpe` on words already counted (`count_words`), so a caller
+    can show the counting's progress and then the merges' (`on_merge`: see
+    `learn_merges`). The other arguments and the result are `learn_bpe`'s.
+    """
+    _check_sizes(vocab_size, num_merges)
     if not counts:
         raise ValueError("No words in the input: cannot learn a vocabulary.")
     char_counts = collections.Counter()
@@ -149,7 +167,7 @@ def learn_bpe(lines, vocab_size=None, num_merges=None, min_frequency=2):
                 f"their {len(alphabet)} '</w>' forms and <unk> ({len(base) + 1} tokens); "
                 "raise it or learn from less varied text."
             )
-    merges = learn_merges(counts, num_merges, min_frequency)
+    merges = learn_merges(counts, num_merges, min_frequency, on_merge)
     tokens = base + [a + b for a, b in merges] + [UNK_TOKEN]
     vocab = {}
     for token in tokens:  # a symbol spelled by two merges is listed once

@@ -17,6 +17,7 @@ import numpy as np
 
 from keras_bert_impl.gpt.gpt_config import FINE_TUNING_TOKENS
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
 from keras_bert_impl.tokenizers.bert_tokenizer import truncate_seq_pair
 
 END_OF_WORD = "</w>"
@@ -194,7 +195,13 @@ class GptTokenizer:
     def encode(self, text):
         """Ids of `text`, no special tokens; a list of str gives a list of lists."""
         if not isinstance(text, (str, bytes)):
-            return [self.encode(t) for t in text]
+            try:
+                texts = list(text)
+            except TypeError:
+                raise TypeError(f"`text` must be a str or a list of str. Received: "
+                                f"{type(text).__name__}.") from None
+            check_texts(texts, "text")
+            return [self.encode(t) for t in texts]
         return [i for word in self.basic_tokenizer.tokenize(text) for i in self._bpe(word)[1]]
 
     def decode(self, ids, skip_special_tokens=False):
@@ -245,8 +252,10 @@ class GptTokenizer:
             (padded with 0) and `input_mask` (1 for real tokens).
         """
         texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        check_texts(texts, "texts")
         if text_pairs is not None:
             text_pairs = [text_pairs] if isinstance(text_pairs, (str, bytes)) else list(text_pairs)
+            check_texts(text_pairs, "text_pairs")
             if len(text_pairs) != len(texts):
                 raise ValueError(
                     f"Got {len(texts)} texts but {len(text_pairs)} text_pairs; "

@@ -133,6 +133,9 @@ class BasicTokenizer:
         if isinstance(text, bytes):
             # The original decodes with errors="ignore"; invalid bytes vanish.
             text = text.decode("utf-8", "ignore")
+        elif not isinstance(text, str):
+            raise TypeError(f"`text` must be a str (or UTF-8 bytes). Received: "
+                            f"{type(text).__name__} {_shown(text)}.")
         # 1-2: clean, map whitespace, space out CJK; remember origins.
         chars, origins = [], []
         for i, char in enumerate(text):
@@ -212,3 +215,18 @@ def _nfc_with_origins(chars, origins):
     if mapped:
         mapped[-1] = origins[-1]
     return list(composed), mapped
+
+
+def check_texts(texts, name):
+    """Raises `TypeError` naming the first item of `texts` (a list) that is
+    not a str or bytes: `name[index]`, its type and value."""
+    for index, text in enumerate(texts):
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"`{name}[{index}]` must be a str (or UTF-8 bytes). Received: "
+                            f"{type(text).__name__} {_shown(text)}.")
+
+
+def _shown(value, width=60):
+    """`repr(value)`, cut to `width` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
@@ -64,7 +65,13 @@ class BertPreprocessor(keras.layers.Layer):
 def _rows(strings, name):
     """One string per example: a scalar, `(B,)` or Keras' `(B, 1)`; a wider
     batch would silently become more rows than labels, so it is refused."""
+    if isinstance(strings, (list, tuple)):
+        check_texts(keras.tree.flatten(strings), name)
     strings = tf.convert_to_tensor(strings)
+    if strings.dtype != tf.string:
+        raise TypeError(f"`{name}` must be strings (a tf.string tensor, or str / bytes). "
+                        f"Received a tensor of dtype {strings.dtype.name}, shape "
+                        f"{tuple(strings.shape)}.")
     shape = strings.shape
     if shape.rank is not None and (shape.rank > 2 or (shape.rank == 2 and shape[-1] not in (1, None))):
         raise ValueError(

@@ -3,6 +3,7 @@
 import numpy as np
 
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
 from keras_bert_impl.tokenizers.wordpiece import WordpieceTokenizer
 from keras_bert_impl.tokenizers.wordpiece import load_vocab
 
@@ -146,9 +147,9 @@ class BertTokenizer:
         if padding not in PADDING:
             raise ValueError(f"`padding` must be one of {PADDING}. Received: {padding!r}.")
         _check_max_length(max_length, text_pairs is not None)
-        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        texts = _text_list(texts, "texts")
         if text_pairs is not None:
-            text_pairs = [text_pairs] if isinstance(text_pairs, (str, bytes)) else list(text_pairs)
+            text_pairs = _text_list(text_pairs, "text_pairs")
             if len(text_pairs) != len(texts):
                 raise ValueError(
                     f"Got {len(texts)} texts but {len(text_pairs)} text_pairs; they pair up one to one."
@@ -187,6 +188,20 @@ class BertTokenizer:
             ids += [*b, self.sep_token_id]
             types += [1] * (len(b) + 1)
         return ids, types
+
+
+def _text_list(texts, name):
+    """A str (or bytes) or an iterable of them -> a list; `TypeError` naming
+    the argument, and the index and type of a bad item."""
+    if isinstance(texts, (str, bytes)):
+        return [texts]
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"`{name}` must be a str or a list of str. Received: "
+                        f"{type(texts).__name__}.") from None
+    check_texts(texts, name)
+    return texts
 
 
 def _check_max_length(max_length, pair):

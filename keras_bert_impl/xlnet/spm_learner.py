@@ -17,8 +17,15 @@ line's end marks a paragraph end in XLNet's data files).
 The training text goes through `XLNetTokenizer`'s preprocessing first
 (whitespace, quotes, accents, optional lowercase), so the model learns the
 text it will be given. Empty lines (document breaks) are skipped.
+
+Progress: SentencePiece reads every line first (to sample
+`input_sentence_size` of them), which is counted as it happens; its C++
+training then holds the GIL and reports nothing a Python thread could read
+while it runs, so that step gets a line when it starts and one with its
+time when it ends.
 """
 
+import contextlib
 import gzip
 import os
 import shutil
@@ -54,6 +61,7 @@ def learn_sentencepiece(
     character_coverage=0.99995,
     input_sentence_size=10_000_000,
     num_threads=None,
+    progress=None,
 ):
     """Trains a SentencePiece model with XLNet's flags and special symbols.
 
@@ -69,6 +77,10 @@ def learn_sentencepiece(
             rarer ones become <unk>.
         input_sentence_size: int. At most this many lines are sampled.
         num_threads: int. Training threads; all cores by default.
+        progress: None, or a reporter (`training.progress.Reporter`): its
+            `meter(what, total, unit, scale)` is `update`d with the bytes
+            of text read and `finish`ed, then `timed(what)` wraps the
+            training.
 
     Returns:
         str, the path of `spiece.model`.
@@ -91,33 +103,50 @@ def learn_sentencepiece(
         raise ValueError(
             f"`vocab_size` must be an int above the {NUM_FIXED_PIECES} fixed pieces. "
             f"Received: vocab_size={vocab_size!r}.")
-    lines = (
-        text for text in (preprocess_text(line, do_lower_case) for line in read_text_lines(files))
-        if text
-    )
     os.makedirs(output_dir, exist_ok=True)
     work = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-spm-")
+    steps = contextlib.ExitStack()  # the training's `timed`, entered once every line is read
+
+    def lines():
+        # The files' size (a gzip file's is not its text's): the lines' bytes come to it.
+        size = None if any(f.endswith(".gz") for f in files) else sum(map(os.path.getsize, files))
+        reading = progress.meter("Reading text for SentencePiece", total=size, unit="MB",
+                                 scale=1e-6) if progress else None
+        read = count = 0
+        for line in read_text_lines(files):
+            text = preprocess_text(line, do_lower_case)
+            if text:
+                count += 1
+                yield text
+            if reading:
+                read += len(line.encode()) + 1
+                reading.update(read, lines=count)
+        if reading:
+            reading.finish(lines=count)
+            steps.enter_context(progress.timed(f"Training SentencePiece ({vocab_size} pieces)"))
+
     try:
         prefix = os.path.join(work, "spiece")
         try:
-            sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=lines,
-                model_prefix=prefix,
-                vocab_size=vocab_size,
-                model_type=model_type,
-                character_coverage=character_coverage,
-                control_symbols=list(CONTROL_SYMBOLS),
-                user_defined_symbols=list(USER_DEFINED_SYMBOLS),
-                shuffle_input_sentence=True,
-                input_sentence_size=input_sentence_size,
-                split_by_whitespace=True,
-                unk_id=XLNET_SPECIAL_IDS["<unk>"],
-                bos_id=XLNET_SPECIAL_IDS["<s>"],
-                eos_id=XLNET_SPECIAL_IDS["</s>"],
-                pad_id=-1,  # <pad> is a control symbol, at id 5
-                num_threads=num_threads or os.cpu_count() or 1,
-                minloglevel=2,
-            )
+            with steps:
+                sentencepiece.SentencePieceTrainer.train(
+                    sentence_iterator=lines(),
+                    model_prefix=prefix,
+                    vocab_size=vocab_size,
+                    model_type=model_type,
+                    character_coverage=character_coverage,
+                    control_symbols=list(CONTROL_SYMBOLS),
+                    user_defined_symbols=list(USER_DEFINED_SYMBOLS),
+                    shuffle_input_sentence=True,
+                    input_sentence_size=input_sentence_size,
+                    split_by_whitespace=True,
+                    unk_id=XLNET_SPECIAL_IDS["<unk>"],
+                    bos_id=XLNET_SPECIAL_IDS["<s>"],
+                    eos_id=XLNET_SPECIAL_IDS["</s>"],
+                    pad_id=-1,  # <pad> is a control symbol, at id 5
+                    num_threads=num_threads or os.cpu_count() or 1,
+                    minloglevel=2,
+                )
         except RuntimeError as error:
             raise ValueError(
                 f"SentencePiece could not learn {vocab_size} pieces from {files}: {error}"

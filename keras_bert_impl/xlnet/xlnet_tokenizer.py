@@ -101,13 +101,24 @@ def fix_digit_comma(pieces, encode):
     return out
 
 
-def _check_text(text):
+class TextTypeError(TypeError, ValueError):
+    """A text that is not a str or bytes (a `ValueError` too: it was one before)."""
+
+
+def _check_text(text, name="text"):
     if isinstance(text, bytes):
         return text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
-        raise ValueError(f"Expected text as str or UTF-8 bytes. Received: {text!r} "
-                         f"of type {type(text).__name__}.")
+        shown = repr(text) if len(repr(text)) <= 60 else repr(text)[:57] + "..."
+        raise TextTypeError(f"Expected text as str or UTF-8 bytes in `{name}`. Received: "
+                            f"{shown} of type {type(text).__name__}.")
     return text
+
+
+def _check_texts(texts, name):
+    """`_check_text` on every item of a list, naming the item's index."""
+    for index, text in enumerate(texts):
+        _check_text(text, f"{name}[{index}]")
 
 
 class XLNetTokenizer:
@@ -187,6 +198,7 @@ class XLNetTokenizer:
         """Ids of `text`, no special tokens; a list of texts gives a list of lists."""
         if not isinstance(text, (str, bytes)):
             if isinstance(text, (list, tuple)):
+                _check_texts(text, "text")
                 return [self.encode(t) for t in text]
             _check_text(text)
         pieces = self.tokenize(text)
@@ -243,8 +255,10 @@ class XLNetTokenizer:
             BERT's).
         """
         texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        _check_texts(texts, "texts")
         if text_pairs is not None:
             text_pairs = [text_pairs] if isinstance(text_pairs, (str, bytes)) else list(text_pairs)
+            _check_texts(text_pairs, "text_pairs")
             if len(text_pairs) != len(texts):
                 raise ValueError(
                     f"Got {len(texts)} texts but {len(text_pairs)} text_pairs; "

@@ -1,0 +1,116 @@
+"""Input text files for every command: globs expanded, and the output folder
+a writer owns.
+
+`match_files` is the one expansion of `--input_file` / `--input` globs: every
+pattern must match a file (one of several matching nothing is a typo, not a
+smaller corpus), and the error names the flag and the pattern.
+`clear_output_folder` is what every writer does before it writes: the
+folder then holds exactly the manifest's files once the writer is done
+(the shards of an earlier, larger run are removed, not left to look like
+data). `text_bytes` and `line_bytes` measure how much of the text a step
+has read, for its progress line's rate and ETA.
+"""
+
+import glob
+import gzip
+import os
+import zlib
+
+from tf_records.schema import MANIFEST_FILE
+
+SHARD_PREFIX = "shard-"
+SHARD_SUFFIX = ".tfrecord"
+
+
+def match_files(patterns, flag="--input_file"):
+    """Globs -> the sorted list of files they match.
+
+    Args:
+        patterns: list of str, or one str of comma-separated globs.
+        flag: str. Named in errors (`--input_file`, `--input`, ...).
+
+    Raises:
+        ValueError: naming `flag` and every pattern that matches no file,
+            or a pattern that matches only folders.
+    """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    patterns = [p for p in patterns if p]
+    if not patterns:
+        raise ValueError(f"{flag} is empty: give text files or globs.")
+    files, unmatched = set(), []
+    for pattern in patterns:
+        found = [f for f in glob.glob(pattern) if os.path.isfile(f)]
+        if not found:
+            unmatched.append(pattern)
+        files.update(found)
+    if unmatched:
+        what = " (a folder: give the files in it, e.g. 'folder/*.txt')" if len(unmatched) == 1 and (
+            os.path.isdir(unmatched[0])) else ""
+        raise ValueError(f"{flag}: no file matches {', '.join(map(repr, unmatched))}{what}.")
+    return sorted(files)
+
+
+def text_bytes(files):
+    """The text files' size in bytes: the total `line_bytes` of their lines
+    comes close (blank lines aside). None with a gzip file: its size is not
+    the text's."""
+    if any(str(f).endswith(".gz") for f in files):
+        return None
+    return sum(os.path.getsize(f) for f in files)
+
+
+def line_bytes(line):
+    """Bytes a line (without its line end) took in the file: UTF-8 and a newline."""
+    return len(line.encode()) + 1
+
+
+def check_text_files(files, flag="--input_file"):
+    """Opens every file (plain or .gz) and reads it up to its first
+    non-blank line: an unreadable file, a broken .gz header, a first line
+    that is not UTF-8, or no text in any file raises `ValueError` naming
+    `flag` and the file (and line). Cheap: a command checks this before it
+    writes anything; errors further into a file are named when it is read.
+    """
+    text = False
+    for path in files:
+        opener = gzip.open if path.endswith(".gz") else open
+        try:
+            with opener(path, "rb") as f:
+                for number, raw in enumerate(f, start=1):
+                    try:
+                        line = raw.decode("utf-8")
+                    except UnicodeDecodeError as e:
+                        raise ValueError(
+                            f"{flag}: {path}:{number}: not UTF-8 ({e.reason}).") from None
+                    if line.strip():
+                        text = True
+                        break
+        except (OSError, EOFError, zlib.error) as e:  # gzip's errors name no file
+            raise ValueError(f"{flag}: cannot read {path}: {e}") from None
+    if not text:
+        raise ValueError(f"{flag}: no documents in {', '.join(files)}: every line is blank.")
+
+
+def clear_output_folder(output_dir, say=None):
+    """Makes `output_dir` and removes what an earlier run of a writer left:
+    temporary files, the manifest (it no longer describes the folder) and
+    shards (`shard-*.tfrecord`; a smaller rewrite would leave the old run's
+    extra shards beside the new manifest). Other files are left alone.
+
+    `say`: optional callable told how many old shards were removed.
+    """
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise ValueError(f"Output folder {output_dir} is a file.")
+    os.makedirs(output_dir, exist_ok=True)
+    shards = 0
+    for name in os.listdir(output_dir):
+        path = os.path.join(output_dir, name)
+        if name.startswith(".tmp-") or name == MANIFEST_FILE:
+            os.remove(path)
+        elif name.startswith(SHARD_PREFIX) and name.endswith(SHARD_SUFFIX) and os.path.isfile(path):
+            os.remove(path)
+            shards += 1
+    if shards and say:
+        say(f"Removed {shards} shards of an earlier run from {output_dir}.")
+    return shards

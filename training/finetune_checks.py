@@ -1,0 +1,119 @@
+"""What `training.finetune` checks before it writes anything: its flags,
+the paths they name, and every data split, read and encoded.
+
+Validate first, act second: a run refused here has made no folder, lock or
+`run_config.json`, so the corrected command starts normally in the same
+`--output_dir`. `check_positions` runs once the model is built, still
+before `run_config.json` is written.
+"""
+
+import os
+
+
+def check_flags(cfg):
+    """`SystemExit` naming the first flag out of its range (before any default is filled in)."""
+    from training.config_flags import check_at_least
+    from training.config_flags import check_one_of
+    from training.distribution import STRATEGIES
+
+    check_at_least(cfg, {"max_seq_length": 0, "window_stride": 0, "doc_stride": 1,
+                         "max_query_length": 1, "n_best_size": 1, "max_answer_length": 1,
+                         "batch_size": 1, "epochs": 1, "learning_rate": 0.0, "clip_norm": 0.0,
+                         "elmo_lstm_units": 0, "max_train_examples": 0, "length_grouping": 0,
+                         "checkpoint_every_steps": 1, "log_every_steps": 1})
+    check_one_of(cfg, "strategy", STRATEGIES)
+    if cfg.warmup_proportion > 1:
+        raise SystemExit(f"--warmup_proportion={cfg.warmup_proportion}: a share of the steps, "
+                         "at most 1 (negative: the model's default).")
+    if 0 < cfg.max_seq_length < 3:
+        raise SystemExit(f"--max_seq_length={cfg.max_seq_length}: too short for the special "
+                         "tokens (at least 3; 0: the task's default).")
+
+
+def check_paths(cfg):
+    """`SystemExit` naming a flag whose file or folder is missing or not of
+    a kind the model reads."""
+    for flag in ("vocab_file", "merges_file"):
+        path = getattr(cfg, flag)
+        if path and not os.path.isfile(path):
+            raise SystemExit(f"--{flag}={path}: no such file.")
+    if cfg.init_checkpoint and not (os.path.exists(cfg.init_checkpoint)
+                                    or os.path.exists(cfg.init_checkpoint + ".index")):
+        raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: no such file or folder.")
+    if cfg.init_checkpoint.endswith(".keras"):
+        from keras_bert_impl.checkpoints import check_keras_file
+
+        try:
+            check_keras_file(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
+    if cfg.model == "bert" and cfg.init_checkpoint:
+        from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
+
+        try:
+            checkpoint_format(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
+    if os.path.isfile(cfg.output_dir):
+        raise SystemExit(f"--output_dir={cfg.output_dir} is a file; give a folder.")
+
+
+def load_data(cfg):
+    """-> (tokenizer, task, (x, y, sample_weight) of training): every split
+    read, encoded and checked (bad rows name file and line; an empty split
+    is named here, not found by `predict` after an epoch)."""
+    from keras_bert_impl.tokenizers import BertTokenizer
+    from tasks.bad_rows import BadRowError
+    from training.finetune_tasks import make_task
+
+    try:  # a vocabulary that is not one: named by its flag
+        if cfg.model == "gpt":
+            from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+            from training.finetune_gpt import make_gpt_task as make_task
+
+            tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
+        elif cfg.model == "elmo":
+            from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+            from training.finetune_elmo import make_elmo_task as make_task
+
+            tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
+        elif cfg.model == "xlnet":
+            from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+            from training.finetune_xlnet import make_xlnet_task as make_task
+
+            tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+        else:
+            if cfg.task == "text_classification":  # it builds on finetune_tasks.GlueTask
+                from training.text_classification_task import TextClassificationTask as make_task
+
+            tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SystemExit(f"--vocab_file={cfg.vocab_file}: {e}") from None
+    try:  # bad input files: the message names the file and line; no traceback
+        task = make_task(cfg, tokenizer)
+        x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
+        for split in [*task.eval_splits, *getattr(task, "test_splits", ())]:
+            task.prepare(split)  # dev's errors show before training, not after an epoch
+    except BadRowError as e:  # the hint names this command's flag, not the reader's argument
+        raise SystemExit(f"Bad input: {e.with_flag('--skip_bad_input')}") from None
+    except ValueError as e:
+        raise SystemExit(f"Bad input: {e}") from None
+    return tokenizer, task, (x, y, sample_weight)
+
+
+def check_positions(cfg, backbone):
+    """`SystemExit` when `--max_seq_length` exceeds the positions the
+    backbone has (BERT's max_position_embeddings, GPT's n_positions)."""
+    config = getattr(backbone, "bert_config", None) or getattr(backbone, "gpt_config", None)
+    limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions",
+                                                                        None)
+    if limit and cfg.max_seq_length > limit:
+        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the {limit} positions of "
+                         f"the model from {cfg.init_checkpoint or cfg.preset}.")
+
+
+def _take(arrays, n):
+    import keras
+
+    # Sample weights are None for most tasks: kept as they are.
+    return keras.tree.map_structure(lambda a: a if a is None else a[:n], arrays) if n else arrays
