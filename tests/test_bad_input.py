@@ -768,9 +768,11 @@ def case_pretrain_predictions_disagree_with_the_records(a, out):
                          "--max_predictions_per_seq: 5"])
 def case_pretrain_default_flags_take_the_records_values(a, out):
     from training.pretrain import PretrainConfig
+    from training.pretrain import with_model_defaults
     from training.pretrain_checks import agree_with_records
 
-    cfg = agree_with_records(PretrainConfig(input=a.records), explicit=set())
+    cfg = agree_with_records(PretrainConfig(input=a.records),
+                             with_model_defaults(PretrainConfig()), explicit=set())
     assert (cfg.max_seq_length, cfg.max_predictions_per_seq) == (32, 5)
     return Outcome(0, "")
 

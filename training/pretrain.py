@@ -347,7 +347,7 @@ def run(cfg, explicit=None):
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
     cfg = with_model_defaults(cfg)
     check_flags(cfg)
-    cfg = agree_with_records(cfg, explicit)
+    cfg = agree_with_records(cfg, with_model_defaults(PretrainConfig(model=cfg.model)), explicit)
     recipe = make_recipe(cfg)  # checks --model, --ablation, the preset or config file
     from training.checkpointing import OutputLock
 

@@ -112,20 +112,18 @@ def _check_source(spec, flag):
         raise SystemExit(str(e)) from None
 
 
-def agree_with_records(cfg, explicit=None):
+def agree_with_records(cfg, defaults, explicit=None):
     """`cfg` with the records' settings where `--input` names records with a
     manifest: a flag not given (`explicit`: the names given on the command
     line; None: those that differ from their default) takes the records'
     value, said in a line; a given one that disagrees is refused, naming
     both. Also refuses records of another model, and a `--vocab_file` or
-    held-out records whose vocabulary differs from the training records'."""
-    from training.pretrain import PretrainConfig
-    from training.pretrain import with_model_defaults
-
+    held-out records whose vocabulary differs from the training records'.
+    `defaults`: the settings with no flag given, for `cfg.model` (the caller
+    makes them: this module does not import the command)."""
     manifest = _manifest(cfg.input, "input")
     if manifest is None:
         return cfg
-    defaults = with_model_defaults(PretrainConfig(model=cfg.model))
     if explicit is None:
         explicit = {f.name for f in dataclasses.fields(cfg)
                     if getattr(cfg, f.name) != getattr(defaults, f.name)}
