@@ -1,5 +1,6 @@
 import os
 import random
+import string
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from test_tokenizer import goldens  # noqa: F401 (fixture)
 from keras_bert_impl.tokenizers import BertPreprocessor
 from keras_bert_impl.tokenizers import BertTokenizer
 from keras_bert_impl.tokenizers import GraphBertTokenizer
+from keras_bert_impl.tokenizers.graph_tokenizer import FAST_PATH_PUNCTUATION
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +33,136 @@ def test_graph_ids_match_reference_tokenizer(corpus, goldens, cased_vocab, case,
         do_lower_case=case == "uncased",
         normalize_nfc=flavour == "hf",
     )
-    ids = tokenizer(corpus).to_list()
+    ids = tokenizer(corpus).to_list()  # fast and exact rows mixed
     rows = _golden_rows(goldens, f"{case}_{flavour}")
     mismatches = [(i, corpus[i]) for i in range(len(corpus)) if ids[i] != rows[i].tolist()]
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
+    # The fast rows alone: the batch that skips the exact path entirely.
+    fast = np.flatnonzero(tokenizer.fast_path_rows(tf.constant(corpus)).numpy())
+    assert len(fast) > 1500
+    ids = tokenizer([corpus[i] for i in fast]).to_list()
+    mismatches = [(i, corpus[i]) for i, row in zip(fast, ids) if row != rows[i].tolist()]
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
+
+
+def _random_fast_text(rng, words, count, limit):
+    """Text that stresses the fast path: vocabulary words in any case,
+    glued-together words and letter runs around the `limit`, punctuation
+    runs (ASCII and typographic), literal "[UNK]" / "##", runs of spaces,
+    no-break spaces, tabs, CR/LF."""
+    extras = ["[UNK]", "[CLS]", "[unk]", "##", "#", "##ing", "\t", "\n", "\r\n", "\r", "   ",
+              "\u00a0"]
+    punctuation = string.punctuation + FAST_PATH_PUNCTUATION
+    texts = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(0, 24)):
+            draw = rng.random()
+            if draw < 0.45:
+                parts.append(rng.choice(words))
+            elif draw < 0.55:
+                parts.append("".join(rng.choice(words) for _ in range(rng.randint(2, 40))))
+            elif draw < 0.6:
+                run = rng.choice(string.ascii_letters + string.digits)
+                parts.append(run * rng.randint(limit - 2, limit + 2))
+            elif draw < 0.75:
+                parts.append("".join(rng.choice(punctuation) for _ in range(rng.randint(1, 4))))
+            elif draw < 0.85:
+                parts.append(rng.choice(extras))
+            else:
+                ascii_soup = rng.choices(string.printable[:95], k=rng.randint(1, 12))
+                parts.append("".join(ascii_soup))
+            parts.append(rng.choice([" ", " ", "", "  ", "\t", "\n"]))
+        text = "".join(parts)
+        texts.append(text.upper() if rng.random() < 0.2 else text)
+    return texts
+
+
+@pytest.mark.parametrize("case, limit", [("uncased", 200), ("cased", 23)])
+def test_fast_path_equals_python_on_random_text(cased_vocab, case, limit):  # noqa: F811
+    vocab = UNCASED_VOCAB if case == "uncased" else cased_vocab
+    lower = case == "uncased"
+    python = BertTokenizer(vocab, do_lower_case=lower, max_input_chars_per_word=limit)
+    graph = GraphBertTokenizer(vocab, do_lower_case=lower, max_input_chars_per_word=limit)
+    words = [w.removeprefix("##") for w in python.vocab if w.removeprefix("##").isascii()]
+    words = [w for w in words if w.isalnum()]
+    texts = _random_fast_text(random.Random(limit), words, 1500, limit)
+    assert graph.fast_path_rows(tf.constant(texts)).numpy().all()
+    ids = graph(texts).to_list()
+    expected = _python_ids(python, texts)
+    mismatches = [(t, a, b) for t, a, b in zip(texts, ids, expected) if a != b]
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:2]}"
+    # The fuzz reached the cases it is for.
+    unk = python.unk_token_id
+    assert sum(unk in row for row in expected) > 100
+    assert sum(row.count(unk) for row in expected) < sum(map(len, expected)) // 5
+
+
+def test_fast_path_with_odd_vocabulary(tmp_path):
+    """Tokens the original can never match (inner spaces, a duplicated line,
+    punctuation inside a token, "##" alone, non-ASCII) must not change the
+    fast path's ids: with inner spaces in its vocabulary, tensorflow-text's
+    end-to-end WordPiece matches across spaces."""
+    lines = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "ab", "##b", "##a", "a.b",
+             "##.", ".", "a b", "", "hello", "a", "##", "#", "!", "x y", "##x y", "HELLO",
+             "Hello", "c", "##c", "##d", "d", " e ", "ab!", "!!", "ABC", "##BC", "é", "##é"]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pieces = ["a", "b", "c", "d", "e", "x", "y", "A", "B", "C", ".", "!", "#", " ", "\t", "[", "]",
+              "hello", "HELLO", "Hello", "[UNK]", "##", "a.b", "a b"]
+    rng = random.Random(7)
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    for lower in (True, False):
+        python = BertTokenizer(str(vocab), do_lower_case=lower, max_input_chars_per_word=5)
+        graph = GraphBertTokenizer(str(vocab), do_lower_case=lower, max_input_chars_per_word=5)
+        assert graph.fast_path_rows(tf.constant(texts)).numpy().all()
+        ids = graph(texts).to_list()
+        expected = _python_ids(python, texts)
+        mismatches = [(t, a, b) for t, a, b in zip(texts, ids, expected) if a != b]
+        assert not mismatches, f"lower={lower}: {len(mismatches)}, first: {mismatches[:2]}"
+
+
+@pytest.mark.parametrize("case", ["uncased", "cased"])
+def test_fast_path_on_every_character_it_takes(cased_vocab, case):  # noqa: F811
+    vocab = UNCASED_VOCAB if case == "uncased" else cased_vocab
+    python = BertTokenizer(vocab, do_lower_case=case == "uncased", max_input_chars_per_word=3)
+    graph = GraphBertTokenizer(vocab, do_lower_case=case == "uncased", max_input_chars_per_word=3)
+    every = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]  # no surrogates
+    taken = [c for c, fast in zip(every, graph.fast_path_rows(tf.constant(every)).numpy()) if fast]
+    ascii_text = "\t\n\r" + "".join(map(chr, range(32, 127)))
+    assert "".join(taken) == ascii_text + "\u00a0" + FAST_PATH_PUNCTUATION
+    forms = ("{0}", "Ab{0}c", "a{0}{0}B d", " {0}abcd{0}")
+    texts = [form.format(c) for c in taken for form in forms]
+    ids = graph(texts).to_list()
+    expected = _python_ids(python, texts)
+    mismatches = [(t, a, b) for t, a, b in zip(texts, ids, expected) if a != b]
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
+    # Tokens that only the typographic punctuation reaches keep their ids.
+    assert sum(python.vocab.get(c) in row for c in FAST_PATH_PUNCTUATION for row in ids) > 20
+    # A byte limit under 3 would cut 2-3 byte punctuation: ASCII only then.
+    tiny = GraphBertTokenizer(vocab, do_lower_case=case == "uncased", max_input_chars_per_word=2)
+    tiny_python = BertTokenizer(vocab, do_lower_case=case == "uncased", max_input_chars_per_word=2)
+    texts = ["a-b", "a\u2014b"]
+    assert tiny.fast_path_rows(tf.constant(texts)).numpy().tolist() == [True, False]
+    assert tiny(texts).to_list() == _python_ids(tiny_python, texts)
+
+
+def test_fast_path_rows_and_mixed_batches(graph):
+    python = BertTokenizer(UNCASED_VOCAB)
+    fast = ["Plain ASCII, punctuation!", "tab\tnew\nline\r\nend", "",
+            "\u201cQuoted\u201d \u2014 dash"]
+    # ASCII controls other than tab/LF/CR: the original drops them, while
+    # tensorflow-text splits on some (\x0b, \x0c); non-ASCII; bad UTF-8.
+    exact = ["ver\x0btical", "form\x0cfeed", "unit\x1fsep", "del\x7fete", "nul\x00l", "café",
+             "東京", "a\u3000b", b"caf\xff"]
+    texts = [t for pair in zip(fast * 3, exact) for t in pair]  # interleaved
+    rows = graph.fast_path_rows(tf.constant(texts)).numpy().tolist()
+    assert rows == [True, False] * len(exact)
+    assert graph(tf.constant(texts)).to_list() == _python_ids(python, texts)
+
+
+def _python_ids(python, texts):
+    return [python.convert_tokens_to_ids(python.tokenize(text)) for text in texts]
 
 
 @pytest.mark.parametrize("max_length", [5, 16, 33, 128])
@@ -89,14 +217,18 @@ def test_saved_model_signature_in_fresh_process(tmp_path, graph):
     script = textwrap.dedent(f"""
         import tensorflow as tf, tensorflow_text  # noqa: F401 (registers ops)
         loaded = tf.saved_model.load({path!r})
-        out = loaded.signatures["serving_default"](text=tf.constant(["Hello world!", ""]))
-        print(out["input_word_ids"].numpy().tolist())
+        for texts in (["Hello world!", ""], ["Caf\\u00e9 \\u6771", "Hello world!"]):
+            out = loaded.signatures["serving_default"](text=tf.constant(texts))
+            print(out["input_word_ids"].numpy().tolist())
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-2000:]
-    expected = BertTokenizer(UNCASED_VOCAB)(["Hello world!", ""], max_length=16)
-    assert result.stdout.strip().splitlines()[-1] == str(expected["input_word_ids"].tolist())
+    # All-ASCII batch (fast path only), then a mixed one (both paths).
+    python = BertTokenizer(UNCASED_VOCAB)
+    expected = [python(texts, max_length=16)["input_word_ids"].tolist()
+                for texts in (["Hello world!", ""], ["Caf\u00e9 \u6771", "Hello world!"])]
+    assert result.stdout.strip().splitlines()[-2:] == [str(e) for e in expected]
 
 
 def test_graph_bad_input(graph):

@@ -61,6 +61,16 @@ class BertPreprocessor(keras.layers.Layer):
             )
         return self.tokenizer.pack(self.tokenizer(_rows(inputs, "inputs")), None, self.max_length)
 
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_file=self.vocab_file,
+            do_lower_case=self.do_lower_case,
+            max_length=self.max_length,
+            max_input_chars_per_word=self.max_input_chars_per_word,
+        )
+        return config
+
 
 def _rows(strings, name):
     """One string per example: a scalar, `(B,)` or Keras' `(B, 1)`; a wider
@@ -81,13 +91,3 @@ def _rows(strings, name):
         tf.debugging.assert_equal(tf.shape(strings)[-1], 1, message=(
             f"`{name}` must hold one string per example: shape (batch,) or (batch, 1)."))
     return tf.reshape(strings, [-1])  # (B,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_file=self.vocab_file,
-            do_lower_case=self.do_lower_case,
-            max_length=self.max_length,
-            max_input_chars_per_word=self.max_input_chars_per_word,
-        )
-        return config

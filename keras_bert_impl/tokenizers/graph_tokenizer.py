@@ -12,11 +12,31 @@ Where the two paths can still disagree: characters whose Unicode category
 differs between Python's `unicodedata` and the RE2/ICU tables TensorFlow
 was built with (characters assigned in recent Unicode versions). The
 corpus test shows none on 2,053 varied strings.
+
+Fast path. On printable ASCII (plus tab, newline, CR, the no-break space
+and common typographic punctuation: `FAST_PATH_PUNCTUATION`) the original's
+rules reduce to: lowercase A-Z (uncased), split on whitespace and
+punctuation, WordPiece each word, a word over `max_input_chars_per_word`
+characters becomes [UNK]. That is what tensorflow-text's end-to-end
+`FastWordpieceTokenizer` (the WordPiece half of `FastBertTokenizer`) does,
+so such strings skip the cleanup regexes, ICU lowercasing and NFD; all
+other strings take the exact path above and the rows are merged back in
+order. Where the end-to-end mode differs from the original, and how it is
+kept out: vocabulary tokens with whitespace inside (e.g. the placeholder
+for a duplicated line) let its trie match across spaces, so every token
+that fast-path text cannot produce is renamed to a never-matching name;
+its word limit counts bytes, equal to characters on the ASCII words (the
+only words there that are not one punctuation character); it splits on
+ASCII controls the original drops, so those take the exact path. Its own
+normalizer is not needed: ASCII lowering is the whole of it on this text.
+The tests check the fast path against the Python path on the corpus, on
+random text and on every character it accepts.
 """
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.tokenizers.basic_tokenizer import is_punctuation
 from keras_bert_impl.tokenizers.wordpiece import load_vocab
 
 # Characters the original's `_clean_text` turns into spaces (tab, newline,
@@ -35,6 +55,16 @@ _CJK = (
 # The original's `_is_punctuation`: ASCII symbol ranges and Unicode P*.
 _PUNCTUATION = r"([!-/:-@\[-`{-~\p{P}])"
 _LONG_WORD_PLACEHOLDER = "[UNK]"
+# Strings the fast path takes: printable ASCII, tab, newline, CR (other
+# ASCII controls are dropped by the original but split on by
+# tensorflow-text), the no-break space (whitespace in both), and common
+# typographic punctuation: dashes, curly quotes, ellipsis, guillemets...
+# (Unicode P*, unchanged by lowercasing and NFD, a word of its own in both).
+FAST_PATH_PUNCTUATION = "\u00a1\u00a7\u00ab\u00b6\u00b7\u00bb\u00bf" + "".join(
+    chr(c) for c in range(0x2010, 0x2028)
+)
+_FAST_PATH_ASCII = r"[\t\n\r -~]*"
+_FAST_PATH_TEXT = r"[\t\n\r -~\x{A0}\x{A1}\x{A7}\x{AB}\x{B6}\x{B7}\x{BB}\x{BF}\x{2010}-\x{2027}]*"
 
 
 def basic_tokenize(strings, do_lower_case=True, tokenize_chinese_chars=True, normalize_nfc=False):
@@ -118,6 +148,24 @@ class GraphBertTokenizer(tf.Module):
         )
         for token in ("pad", "unk", "cls", "sep", "mask"):
             setattr(self, f"{token}_token_id", vocab[f"[{token.upper()}]"])
+        fast_tokens = _fast_path_tokens(tokens)
+        # End to end: its own whitespace and punctuation split, which on
+        # fast-path text is the original's (see the module docstring).
+        self.fast_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=fast_tokens,
+            suffix_indicator="##",
+            max_bytes_per_word=max_input_chars_per_word,  # ASCII: bytes == characters
+            token_out_type=tf.int32,
+            unknown_token=fast_tokens[self.unk_token_id],
+            no_pretokenization=False,
+            support_detokenization=False,
+        )
+
+    def fast_path_rows(self, strings):
+        """`(B,)` bool: which strings the fast path tokenizes."""
+        # Punctuation of 2-3 bytes is a word over a byte limit under 3.
+        pattern = _FAST_PATH_TEXT if self.max_input_chars_per_word >= 3 else _FAST_PATH_ASCII
+        return tf.strings.regex_full_match(strings, pattern)
 
     def words(self, strings):
         """BasicTokenizer in the graph, words over the limit as "[UNK]"."""
@@ -134,8 +182,38 @@ class GraphBertTokenizer(tf.Module):
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
         """`(B,)` strings -> int32 ragged ids `(B, None)`."""
+        fast = self.fast_path_rows(strings)
+        # All rows fast (most English batches): no partition, no copies.
+        return tf.cond(
+            tf.reduce_all(fast),
+            lambda: self._fast_ids(strings),
+            lambda: self._mixed_ids(strings, fast),
+        )
+
+    def _fast_ids(self, strings):
+        """Fast-path strings `(B,)` -> int32 ragged ids `(B, None)`."""
+        if self.do_lower_case:
+            strings = tf.strings.lower(strings)  # ASCII-only: the rest has no case
+        return self.fast_wordpiece.tokenize(strings)
+
+    def _exact_ids(self, strings):
+        """Any `(B,)` -> int32 ragged ids `(B, None)`, the full rules."""
         ids = self.wordpiece.tokenize(self.words(strings))  # (B, words, pieces)
         return tf.cast(ids.merge_dims(-2, -1), tf.int32)
+
+    def _mixed_ids(self, strings, fast):
+        """Fast rows and the rest tokenized apart, then put back in order."""
+        fast_rows = tf.where(fast)[:, 0]
+        exact_rows = tf.where(tf.logical_not(fast))[:, 0]
+        ids = tf.concat(
+            [
+                self._fast_ids(tf.gather(strings, fast_rows)),
+                self._exact_ids(tf.gather(strings, exact_rows)),
+            ],
+            axis=0,
+        )
+        order = tf.math.invert_permutation(tf.concat([fast_rows, exact_rows], axis=0))
+        return tf.gather(ids, order)
 
     def __call__(self, strings):
         return self.tokenize(tf.convert_to_tensor(strings, tf.string))
@@ -179,3 +257,19 @@ def _keep_first(ragged, counts):
     """The first `counts[i]` values of each row `i`."""
     positions = tf.ragged.range(ragged.row_lengths())
     return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, positions.dtype)[:, None])
+
+
+def _fast_path_tokens(tokens):
+    """`tokens` with every entry that fast-path text cannot produce (a gap,
+    whitespace, other non-ASCII, punctuation inside a longer token, "##"
+    alone) renamed U+E000 + its line number: unique, never matched there."""
+    kept = []
+    for index, token in enumerate(tokens):
+        body = token[2:] if token.startswith("##") and len(token) > 2 else token
+        one_char = len(body) == 1
+        if one_char and (body in FAST_PATH_PUNCTUATION or (body.isascii() and is_punctuation(body))):
+            reachable = body == token  # "," is a word; "##," never follows one
+        else:
+            reachable = body.isascii() and body.isalnum()  # ASCII letters and digits
+        kept.append(token if reachable else f"\ue000{index}")
+    return kept
