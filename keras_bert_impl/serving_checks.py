@@ -99,6 +99,26 @@ def checked_shape(value, name, expected, what):
     return _after([_shape_check(name, value, expected, what)], {name: value})[name]
 
 
+def checked_zero_one(value, name, one_per_row=False):
+    """`value` after checking every entry is 0 or 1 (XLNet's `perm_mask`,
+    1 = may not attend) and, with `one_per_row`, that each row along the
+    last axis holds at most one 1 (`target_mapping`: a one-hot position, or
+    an unused all-zero slot).
+
+    A mask of other values would scale attention logits or mix positions'
+    outputs without an error; this names the input and what it held.
+    """
+    ones_or_zeros = tf.reduce_all((value == 0) | (value == 1))
+    checks = [tf.debugging.Assert(ones_or_zeros, [tf.strings.format(
+        f"{name}: values must be 0 or 1; got min {{}} max {{}}",
+        [tf.reduce_min(value), tf.reduce_max(value)])])]
+    if one_per_row:
+        most = tf.reduce_max(tf.reduce_sum(value, axis=-1))  # empty: -inf, passes
+        checks.append(tf.debugging.Assert(most <= 1, [tf.strings.format(
+            f"{name}: each row must be one-hot or all zeros; a row holds {{}} ones", [most])]))
+    return _after(checks, {name: value})[name]
+
+
 def _ensure_rank(name, value, shape):
     # `tf.ensure_shape` stays in the served graph: a loaded signature passes
     # a tensor of any rank through, and Grappler folds `tf.rank` of an input

@@ -240,11 +240,35 @@ def test_xlnet_rejects_bad_requests(xlnet, case):
      "input_word_ids [3 -1 7]"),
     ("target_mapping", TARGETS[0],
      "Shape of tensor target_mapping [2,7] is not compatible with expected shape [?,?,?]"),
+    ("perm_mask", PERM * 2, "perm_mask: values must be 0 or 1; got min 0 max 2"),
+    ("perm_mask", PERM - 0.5, "perm_mask: values must be 0 or 1; got min -0.5 max 0.5"),
+    ("target_mapping", TARGETS * 0.5, "target_mapping: values must be 0 or 1; got min 0 max 0.5"),
+    ("target_mapping", np.ones_like(TARGETS),
+     "target_mapping: each row must be one-hot or all zeros; a row holds 7 ones"),
 ])
-def test_xlnet_plm_rejects_masks_of_other_shapes(xlnet, name, value, match):
+def test_xlnet_plm_rejects_masks_of_other_shapes_and_values(xlnet, name, value, match):
     _, signatures = xlnet
     request = {**XLNET_REQUEST, "perm_mask": PERM, "target_mapping": TARGETS, name: value}
     _rejects(signatures["serving_plm"], request, match)
+
+
+def test_xlnet_pretrained_with_bi_data_serves_every_row_forwards(tmp_path):
+    """bi_data is pretraining's data layout (the second half of a batch read
+    backwards): a served batch of 3 rows answers as the forward model, each
+    row alone as in the batch, not half of them with negated positions."""
+    config = XLNET_CONFIG.replace(bi_data=True)
+    model = XLNetPretrainer(XLNetBackbone.from_config_object(config, two_stream=True))
+    export_xlnet_pretrainer_saved_model(model, str(tmp_path / "saved_model"))
+    serve = tf.saved_model.load(str(tmp_path / "saved_model")).signatures["serving_default"]
+    forward = XLNetBackbone.from_config_object(XLNET_CONFIG, two_stream=True)
+    forward.set_weights(model.backbone.get_weights())
+    x = {**XLNET_REQUEST, "input_mask": XLNET_REQUEST["input_mask"].astype(np.float32),
+         "perm_mask": 0 * PERM, "target_mapping": 0 * TARGETS[:, :1]}
+    want = forward(x, training=False)["sequence_output"]
+    out = serve(**_constants(XLNET_REQUEST))["sequence_output"]  # a batch of B = 3
+    np.testing.assert_allclose(out, want, atol=1e-5)
+    last = serve(**_constants({k: v[2:] for k, v in XLNET_REQUEST.items()}))["sequence_output"]
+    np.testing.assert_allclose(last[0], out[2], atol=1e-5)
 
 
 def test_xlnet_good_and_empty_requests(xlnet):

@@ -213,6 +213,23 @@ def test_second_run_on_one_output_dir_refuses(records, tmp_path):
     assert "is in use by a running job" in result.stderr + result.stdout
 
 
+def test_output_lock_removes_only_the_empty_folder_it_made(tmp_path):
+    """A refused run that took the lock leaves no folder; a folder with
+    anything else in it, or one that was there before, stays."""
+    made = tmp_path / "made"
+    OutputLock(str(made)).release()
+    assert not made.exists()
+    used = tmp_path / "used"
+    lock = OutputLock(str(used))
+    (used / "run_config.json").write_text("{}")
+    lock.release()
+    assert sorted(p.name for p in used.iterdir()) == [".lock", "run_config.json"]
+    before = tmp_path / "before"
+    before.mkdir()
+    OutputLock(str(before)).release()
+    assert before.is_dir()
+
+
 @pytest.mark.slow
 def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     """SIGKILL after the first checkpoint, rerun the same command: it

@@ -28,10 +28,16 @@ class OutputLock:
     `flock` on `<dir>/.lock` (`.lock-<role>` for each worker of a multi-worker
     job, which share the folder), so the kernel drops it when the process
     dies (even by SIGKILL) and a rerun after a crash starts normally.
+
+    A folder the lock made is removed again by `release` when the lock file
+    is all it holds: a run refused after taking the lock (a checkpoint that
+    does not fit the flags, say) leaves no folder behind.
     """
 
     def __init__(self, output_dir, role=""):
+        self._made = not os.path.exists(output_dir)
         os.makedirs(output_dir, exist_ok=True)
+        self.output_dir = output_dir
         self.path = os.path.join(output_dir, f".lock-{role}" if role else ".lock")
         self._file = open(self.path, "a+")  # noqa: SIM115 (held for the process)
         try:
@@ -51,9 +57,18 @@ class OutputLock:
         self._file.flush()
 
     def release(self):
-        if not self._file.closed:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
+        if self._file.closed:
+            return
+        empty = self._made and os.listdir(self.output_dir) == [os.path.basename(self.path)]
+        if empty:  # unlinked while still held: no other run can have taken it
+            os.remove(self.path)
+        fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._file.close()
+        if empty:
+            try:
+                os.rmdir(self.output_dir)
+            except OSError:  # something appeared meanwhile: keep the folder
+                pass
 
 
 class TrainingCheckpoint:

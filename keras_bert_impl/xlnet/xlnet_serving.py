@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.serving_checks import checked_zero_one
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_backbone import BASE_INPUTS
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
@@ -37,16 +38,21 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     `(B, P, V)`; `serving_text` (`text` `(B,)`, given `spm_file`): XLNet's
     tokenizer in the graph, packed `A <sep> <cls>` left-padded to
     `max_seq_length` -> the packed ids and `serving_default`'s outputs. No
-    memory: every request starts from none. Requests are checked in the
+    memory: every request starts from none, and no `bi_data` (a model
+    pretrained with it serves every row forwards). Requests are checked in the
     graph (`checked_xlnet_ids`; `perm_mask` and `target_mapping` must fit
-    the ids' batch and length); a bad one fails with an
+    the ids' batch and length and hold 0s and 1s, each `target_mapping`
+    row one-hot or all zeros); a bad one fails with an
     `InvalidArgumentError` naming the input. An empty batch returns empty
     outputs.
 
     Returns:
         The names of the signatures written.
     """
-    config = model.backbone.xlnet_config.replace(mem_len=None, reuse_len=None, dropout=0.0)
+    # bi_data off: pretraining's backward half-batch is a data layout, not
+    # part of the model; served rows all read forwards, any batch size.
+    config = model.backbone.xlnet_config.replace(mem_len=None, reuse_len=None, dropout=0.0,
+                                                 bi_data=False)
     backbone = XLNetBackbone.from_config_object(config, two_stream=True, dtype="float32")
     backbone.set_weights(model.backbone.get_weights())  # memory adds no weights
     plm = XLNetPretrainer(backbone)
@@ -88,6 +94,8 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
         target_mapping = checked_shape(target_mapping, "target_mapping",
                                        tf.stack([batch, -1, length]),
                                        "(batch, any, length) of input_word_ids")
+        perm_mask = checked_zero_one(perm_mask, "perm_mask")
+        target_mapping = checked_zero_one(target_mapping, "target_mapping", one_per_row=True)
         x = {"input_word_ids": inputs["input_word_ids"],
              "input_type_ids": inputs["input_type_ids"],
              "input_mask": tf.cast(inputs["input_mask"], tf.float32),
