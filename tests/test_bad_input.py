@@ -1093,6 +1093,57 @@ def case_finetune_output_dir_is_a_file(a, out):
     return _finetune(a, out)
 
 
+# --- training.ablations ------------------------------------------------------------------------
+
+def _ablations(out, **fields):
+    from training.ablations import AblationsConfig
+    from training.ablations import run
+
+    return outcome(lambda: run(AblationsConfig(output_dir=out, **fields)))
+
+
+@case(1, lambda a, out: ["--pretrain_steps=0", ">= 1"], "absent")
+def case_ablations_no_pretraining_steps(a, out):
+    return _ablations(out, pretrain_steps=0)
+
+
+@case(1, lambda a, out: ["--seeds=0", ">= 1"], "absent")
+def case_ablations_no_seeds(a, out):
+    return _ablations(out, seeds=0)
+
+
+@case(1, lambda a, out: ["--learning_rate=-0.001", "> 0"], "absent")
+def case_ablations_negative_learning_rate(a, out):
+    return _ablations(out, learning_rate=-1e-3)
+
+
+@case(1, lambda a, out: ["--pretrain_seq_length=256", "128 positions"], "absent")
+def case_ablations_windows_longer_than_gpt_positions(a, out):
+    """Found before the corpus is written, not by GPT's pretraining an hour in."""
+    return _ablations(out, pretrain_seq_length=256)
+
+
+@case(1, lambda a, out: ["--output_dir=" + out, "is a file"], "unchanged",
+      prepare=lambda a, out: write_text(out, "a file"))
+def case_ablations_output_dir_is_a_file(a, out):
+    return _ablations(out)
+
+
+def _default_ablation_settings(a, out):
+    """A folder as a default comparison leaves it: its settings.json."""
+    from training.ablations import AblationsConfig
+
+    settings = {k: v for k, v in dataclasses.asdict(AblationsConfig()).items()
+                if k not in ("output_dir", "workers")}
+    write_text(os.path.join(out, "settings.json"), json.dumps(settings))
+
+
+@case(1, lambda a, out: ["other settings", "--seeds: 3 there, 2 now"], "unchanged",
+      prepare=_default_ablation_settings)
+def case_ablations_resumed_with_other_settings(a, out):
+    return _ablations(out, seeds=2)
+
+
 # --- tokenizers ---------------------------------------------------------------------------------
 
 @case(TypeError, lambda a, out: ["texts[1]", "int", "3"])

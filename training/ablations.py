@@ -52,6 +52,7 @@ from training.ablation_table import build_table
 from training.ablation_table import format_table
 from training.ablation_table import plot_table
 from training.ablation_table import pretraining_scores
+from training.config_flags import check_at_least
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 from training.pretrain_common import write_json
@@ -128,13 +129,15 @@ def run(cfg):
     from training.checkpointing import OutputLock
 
     started = time.time()
-    os.makedirs(cfg.output_dir, exist_ok=True)
+    check_flags(cfg)
+    settings = _check_settings(cfg)  # before the lock makes the folder
     try:
         lock = OutputLock(cfg.output_dir)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
     try:
-        _check_settings(cfg)
+        if settings:
+            write_json(os.path.join(cfg.output_dir, "settings.json"), settings)
         say(f"Table 5 in miniature -> {cfg.output_dir}\n  {json.dumps(dataclasses.asdict(cfg))}")
         corpus = _write_corpus(cfg)
         pretraining = _pretrain_all(cfg, corpus)
@@ -155,8 +158,32 @@ def run(cfg):
         lock.release()
 
 
+GPT_POSITIONS = 128  # gpt_tiny's n_positions: the longest window GPT's pretraining takes
+
+
+def check_flags(cfg):
+    """`SystemExit` naming the first flag whose value cannot make a
+    comparison; run before anything is written."""
+    check_at_least(cfg, {
+        "pretrain_steps": 1, "pretrain_batch_size": 1, "pretrain_seq_length": 2,
+        "pretrain_warmup_steps": 0, "vocab_size": 1, "num_train": 1, "num_dev": 1, "seeds": 1,
+        "epochs": 1, "batch_size": 1, "workers": 1})
+    for name in ("pretrain_learning_rate", "learning_rate"):
+        if not getattr(cfg, name) > 0:
+            raise SystemExit(f"--{name}={getattr(cfg, name)!r}: must be > 0.")
+    if cfg.pretrain_seq_length > GPT_POSITIONS:
+        raise SystemExit(
+            f"--pretrain_seq_length={cfg.pretrain_seq_length}: OpenAI GPT's size here (gpt_tiny) "
+            f"has {GPT_POSITIONS} positions, and every system pretrains alike: give at most "
+            f"{GPT_POSITIONS}.")
+    if os.path.isfile(cfg.output_dir):
+        raise SystemExit(f"--output_dir={cfg.output_dir} is a file; give a folder.")
+
+
 def _check_settings(cfg):
-    """A folder holds one comparison: other settings would mix results."""
+    """A folder holds one comparison: other settings would mix results.
+    Returns the settings to write (a new folder), or None (the same as
+    the folder's)."""
     path = os.path.join(cfg.output_dir, "settings.json")
     mine = {k: v for k, v in dataclasses.asdict(cfg).items()
             if k not in ("output_dir", "workers")}  # neither changes a result
@@ -168,8 +195,8 @@ def _check_settings(cfg):
             shown = ", ".join(f"--{k}: {a!r} there, {b!r} now" for k, (a, b) in changed.items())
             raise SystemExit(f"{cfg.output_dir} holds a comparison with other settings ({shown}). "
                              "Use the same settings to resume, or another --output_dir.")
-        return
-    write_json(path, mine)
+        return None
+    return mine
 
 
 # --- 1. Corpus and 2. pretraining ---------------------------------------------
