@@ -179,7 +179,7 @@ def serve(impl):
             config = sizes()[spec["size"]]
             b = _batches(config, spec["batch_size"], spec["seq_length"])
             model, data, compile_args = build(config, spec["precision"], b)
-            model.compile(optimizer=adamw_optimizer(), jit_compile=spec["jit"][impl],
+            model.compile(optimizer=adamw_optimizer(impl), jit_compile=spec["jit"][impl],
                           **compile_args)
             dataset = tf.data.Dataset.from_tensor_slices(data).repeat()
             model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)

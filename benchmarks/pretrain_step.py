@@ -216,7 +216,7 @@ def run_single(spec):
         if spec.get("only") not in (None, impl):
             continue
         model, data, compile_args = build(spec["preset"], spec["precision"], b)
-        model.compile(optimizer=adamw_optimizer(), jit_compile=spec["jit"][impl], **(compile_args or {}))
+        model.compile(optimizer=adamw_optimizer(impl), jit_compile=spec["jit"][impl], **(compile_args or {}))
         if spec.get("records"):
             dataset = _records_dataset(impl, spec["records"], spec["batch_size"])
         else:

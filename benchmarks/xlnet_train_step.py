@@ -296,7 +296,7 @@ def serve(impl):
             FLAGS.batch_size = spec["batch_size"]  # the FLOP formulas read it
             model, data, compile_args = BUILDERS[impl](
                 spec["size"], spec["precision"], spec["batch_size"], spec["seq_length"])
-            model.compile(optimizer=adamw_optimizer(), jit_compile=spec["jit"][impl],
+            model.compile(optimizer=adamw_optimizer(impl), jit_compile=spec["jit"][impl],
                           **compile_args)
             dataset = tf.data.Dataset.from_tensor_slices(data).repeat()
             model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)

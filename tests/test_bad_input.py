@@ -872,14 +872,14 @@ def case_pretrain_input_not_utf8_deep_in_the_file(a, out):
     # not by the data writer after run_config.json is written.
     path = a.path("deep_latin1.txt")
     with open(path, "wb") as f:
-        f.write("The cat sat on the mat.\n".encode() * 2000 + "Caf\u00e9.\n".encode("latin-1"))
+        f.write(b"The cat sat on the mat.\n" * 2000 + "Caf\u00e9.\n".encode("latin-1"))
     return _pretrain(a, out, input=path)
 
 
 @case(1, lambda a, out: ["--input", a.path("truncated.txt.gz"), "cannot read"], "absent")
 def case_pretrain_input_truncated_gzip(a, out):
     path = a.path("truncated.txt.gz")
-    data = gzip.compress("The cat sat on the mat.\n".encode() * 5000)
+    data = gzip.compress(b"The cat sat on the mat.\n" * 5000)
     with open(path, "wb") as f:
         f.write(data[:len(data) // 2])
     return _pretrain(a, out, input=path)

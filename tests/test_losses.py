@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert_impl.losses import MaskedLMLoss
@@ -38,3 +39,28 @@ def test_masked_lm_loss_weighted_mean_and_serialization():
         loss(labels, logits, sample_weight=weights), (xent * weights).sum() / 3, rtol=1e-6)
     rebuilt = keras.losses.deserialize(keras.losses.serialize(loss))
     assert isinstance(rebuilt, MaskedLMLoss) and rebuilt.name == "masked_lm_loss"
+
+
+def test_sparse_accuracy_equals_keras_on_every_shape_and_weight():
+    """Our argmax accuracy (every model's default metric) gives Keras'
+    `SparseCategoricalAccuracy` values: labels of shape (N,) and (N, 1),
+    rank-3 logits, sample weights, and bfloat16 logits."""
+    from keras_bert_impl.metrics import SparseAccuracy
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 5, 11)).astype("float32")
+    labels = rng.integers(0, 11, (4, 5))
+    labels[0, :3] = logits[0, :3].argmax(-1)  # some right, most wrong
+    weights = rng.random((4, 5)).astype("float32")
+    cases = [(labels, logits, None), (labels, logits, weights),
+             (labels.reshape(-1, 1), logits.reshape(-1, 11), weights.reshape(-1)),
+             (labels, tf.cast(logits, tf.bfloat16), weights)]
+    for y_true, y_pred, w in cases:
+        ours, theirs = SparseAccuracy(), keras.metrics.SparseCategoricalAccuracy()
+        ours.update_state(y_true, y_pred, sample_weight=w)
+        theirs.update_state(y_true, y_pred, sample_weight=w)
+        assert 0 < float(theirs.result()) < 1
+        assert float(ours.result()) == pytest.approx(float(theirs.result()), abs=1e-7)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(
+        SparseAccuracy(name="lm_accuracy")))
+    assert isinstance(restored, SparseAccuracy) and restored.name == "lm_accuracy"

@@ -36,6 +36,7 @@ from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.layers.scalar_mix import ScalarMix
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
@@ -461,6 +462,6 @@ class ElmoTokenTagger(ElmoTaskModel):
         loss = loss or keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
         weighted_metrics = weighted_metrics or [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            SparseAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)

@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.losses import MaskedLMLoss
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
@@ -54,7 +55,7 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
             loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
             weighted_metrics=weighted_metrics
             # One output: Keras would not prefix the name, so name it fully.
-            or {"lm": [keras.metrics.SparseCategoricalAccuracy(name="lm_accuracy")]},
+            or {"lm": [SparseAccuracy(name="lm_accuracy")]},
             **kwargs,
         )
 

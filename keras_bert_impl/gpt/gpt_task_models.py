@@ -26,6 +26,7 @@ from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
@@ -396,7 +397,7 @@ class GptMultipleChoice(GptTaskModel):
         super().compile(
             optimizer=optimizer,
             loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            metrics=metrics or [SparseAccuracy(name="accuracy")],
             **kwargs)
 
 
@@ -460,6 +461,6 @@ class GptTokenTagger(GptTaskModel):
         loss = loss or keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
         weighted_metrics = weighted_metrics or [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            SparseAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)

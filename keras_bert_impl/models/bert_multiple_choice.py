@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import head_initializer
@@ -90,5 +91,5 @@ class BertMultipleChoice(BertTaskModel):
         super().compile(
             optimizer=optimizer,
             loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            metrics=metrics or [SparseAccuracy(name="accuracy")],
             **kwargs)

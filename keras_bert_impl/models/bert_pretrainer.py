@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.losses import MaskedLMLoss
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
@@ -155,11 +156,11 @@ class BertPretrainer(_Pretrainer):
             }
         if weighted_metrics is None:
             weighted_metrics = {
-                "masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                "masked_lm": [SparseAccuracy(name="accuracy")]
             }
         if metrics is None:
             metrics = {
-                "next_sentence": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                "next_sentence": [SparseAccuracy(name="accuracy")]
             }
         super().compile(
             optimizer=optimizer,
@@ -201,7 +202,7 @@ class BertMaskedLMPretrainer(_Pretrainer):
             loss=loss or {"masked_lm": MaskedLMLoss()},
             weighted_metrics=weighted_metrics
             # One output: Keras would not prefix the name, so name it fully.
-            or {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")]},
+            or {"masked_lm": [SparseAccuracy(name="masked_lm_accuracy")]},
             **kwargs,
         )
 
@@ -254,7 +255,7 @@ class BertCausalLMPretrainer(_Pretrainer):
             optimizer=optimizer,
             loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
             weighted_metrics=weighted_metrics
-            or {"lm": [keras.metrics.SparseCategoricalAccuracy(name="lm_accuracy")]},
+            or {"lm": [SparseAccuracy(name="lm_accuracy")]},
             **kwargs,
         )
 

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import backbone_inputs
 from keras_bert_impl.models.bert_task_model import head_initializer
@@ -48,7 +49,7 @@ class BertQuestionAnswerer(BertTaskModel):
                     for name in ("start_logits", "end_logits")}
             loss_weights = loss_weights or {"start_logits": 0.5, "end_logits": 0.5}
         if metrics is None:
-            metrics = {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            metrics = {name: [SparseAccuracy(name="accuracy")]
                        for name in ("start_logits", "end_logits")}
         super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
                         metrics=metrics, **kwargs)

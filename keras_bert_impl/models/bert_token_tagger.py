@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import backbone_inputs
 from keras_bert_impl.models.bert_task_model import head_initializer
@@ -59,6 +60,6 @@ class BertTokenTagger(BertTaskModel):
         loss = loss or keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
         weighted_metrics = weighted_metrics or [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            SparseAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)

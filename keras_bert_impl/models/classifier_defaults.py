@@ -8,6 +8,8 @@ otherwise sparse cross-entropy on the logits, with accuracy.
 
 import keras
 
+from keras_bert_impl.metrics import SparseAccuracy
+
 
 class ClassifierDefaults:
     """Compile defaults and regression targets for a model with `num_classes`."""
@@ -28,6 +30,6 @@ class ClassifierDefaults:
             loss = loss or keras.losses.MeanSquaredError()
         else:
             loss = loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            metrics = metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            metrics = metrics or [SparseAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer or self.default_optimizer, loss=loss,
                         metrics=metrics, **kwargs)

@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_impl.losses import MaskedLMLoss
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.xlnet.xlnet_backbone import MEMORY_INPUT
@@ -132,7 +133,7 @@ class XLNetPretrainer(KerasStrategyFixes, keras.Model):
             optimizer=optimizer,
             loss=loss or MaskedLMLoss(name="plm_loss"),
             weighted_metrics=weighted_metrics
-            or [keras.metrics.SparseCategoricalAccuracy(name="plm_accuracy")],
+            or [SparseAccuracy(name="plm_accuracy")],
             **kwargs,
         )
 

@@ -27,6 +27,7 @@ SavedModel takes int32 ids only, as BERT's.
 import keras
 
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
@@ -314,7 +315,7 @@ class XLNetMultipleChoice(XLNetTaskModel):
         super().compile(
             optimizer=optimizer,
             loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            metrics=metrics or [SparseAccuracy(name="accuracy")],
             **kwargs)
 
 
@@ -368,7 +369,7 @@ class XLNetQuestionAnswerer(XLNetTaskModel):
                     for name in ("start_logits", "end_logits")}
             loss_weights = loss_weights or {"start_logits": 0.5, "end_logits": 0.5}
         if metrics is None:
-            metrics = {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            metrics = {name: [SparseAccuracy(name="accuracy")]
                        for name in ("start_logits", "end_logits")}
         super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
                         metrics=metrics, **kwargs)
@@ -423,6 +424,6 @@ class XLNetTokenTagger(XLNetTaskModel):
         loss = loss or keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")
         weighted_metrics = weighted_metrics or [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            SparseAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)
