@@ -8,7 +8,6 @@ Flags and defaults are the original script's, plus the documented fixes
 (--exact_nsp, --random_token_excludes_special) and blocking/parallelism.
 """
 
-import os
 
 from absl import flags
 
@@ -93,6 +92,7 @@ def run(values, progress=None):
 def check_flags(values):
     """-> (input files, InstanceConfig, WriterConfig); `SystemExit` naming
     the first flag at fault. Writes nothing."""
+    from tf_records.input_files import check_output_folder
     from tf_records.input_files import check_text_files
     from tf_records.input_files import match_files
     from tf_records.writer import check_vocab_file
@@ -111,8 +111,7 @@ def check_flags(values):
         check_vocab_file(values.vocab_file)
     except ValueError as e:
         raise SystemExit(f"--vocab_file: {e}") from None
-    if os.path.isfile(values.output_dir):
-        raise SystemExit(f"--output_dir={values.output_dir} is a file; give a folder.")
+    check_output_folder(values.output_dir)
     return files, instance_config, writer_config
 
 

@@ -114,6 +114,13 @@ def _first_bad_line(path, flag):
     return f"{flag}: {path}: not UTF-8."
 
 
+def check_output_folder(path, flag="--output_dir"):
+    """`SystemExit` naming `flag` when `path` is a file: every command's
+    output-folder check, made before it writes anything."""
+    if os.path.isfile(path):
+        raise SystemExit(f"{flag}={path} is a file; give a folder.")
+
+
 def clear_output_folder(output_dir, say=None):
     """Makes `output_dir` and removes what an earlier run of a writer left:
     temporary files, the manifest (it no longer describes the folder) and

@@ -45,6 +45,7 @@ import sys
 import time
 import traceback
 
+from tf_records.input_files import check_output_folder
 from training import console
 from training.ablation_table import SYSTEMS
 from training.ablation_table import TASKS
@@ -176,8 +177,7 @@ def check_flags(cfg):
             f"--pretrain_seq_length={cfg.pretrain_seq_length}: OpenAI GPT's size here (gpt_tiny) "
             f"has {GPT_POSITIONS} positions, and every system pretrains alike: give at most "
             f"{GPT_POSITIONS}.")
-    if os.path.isfile(cfg.output_dir):
-        raise SystemExit(f"--output_dir={cfg.output_dir} is a file; give a folder.")
+    check_output_folder(cfg.output_dir)
 
 
 def _check_settings(cfg):

@@ -15,6 +15,7 @@ import os
 import numpy as np
 from absl import flags
 
+from tf_records.input_files import check_output_folder
 from training import console
 
 FLAGS = flags.FLAGS
@@ -116,8 +117,7 @@ def check_flags(values):
                          "(config.json + model.safetensors).")
     if values.vocab_file and not os.path.isfile(values.vocab_file):
         raise SystemExit(f"--vocab_file={values.vocab_file}: no such file.")
-    if os.path.isfile(values.output):
-        raise SystemExit(f"--output={values.output} is a file; give a folder.")
+    check_output_folder(values.output, "--output")
     vocab_file = values.vocab_file or os.path.join(
         path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
     return path, fmt, vocab_file if os.path.exists(vocab_file) else None

@@ -9,6 +9,8 @@ before `run_config.json` is written.
 
 import os
 
+from tf_records.input_files import check_output_folder
+
 
 def check_flags(cfg):
     """`SystemExit` naming the first flag out of its range (before any default is filled in)."""
@@ -54,8 +56,7 @@ def check_paths(cfg):
             checkpoint_format(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
-    if os.path.isfile(cfg.output_dir):
-        raise SystemExit(f"--output_dir={cfg.output_dir} is a file; give a folder.")
+    check_output_folder(cfg.output_dir)
 
 
 def load_data(cfg):

@@ -24,6 +24,7 @@ import dataclasses
 import os
 import time
 
+from tf_records.input_files import check_output_folder
 from training.config_flags import check_at_least
 from training.config_flags import check_one_of
 from training.pretrain_common import is_tfrecords
@@ -85,8 +86,7 @@ def check_flags(cfg):
             check_vocab_file(cfg.vocab_file)
         except ValueError as e:
             raise SystemExit(f"--vocab_file: {e}") from None
-    if os.path.isfile(cfg.output_dir):
-        raise SystemExit(f"--output_dir={cfg.output_dir} is a file; give a folder.")
+    check_output_folder(cfg.output_dir)
 
 
 def _check_source(spec, flag):
