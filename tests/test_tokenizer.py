@@ -96,6 +96,60 @@ def test_offsets_and_tokens_agree(corpus, uncased):
         assert [t for t, _ in uncased.tokenize_with_offsets(text)] == uncased.tokenize(text)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+def test_table_path_equals_the_exact_path_on_the_corpus(corpus, lower):
+    """`BasicTokenizer.tokenize` rewrites the text by a per-character table
+    where that is exact; the words equal the character-by-character path's
+    (the one that tracks offsets) on every corpus string, and the table path
+    is the one taken for nearly all of them."""
+    basic = BasicTokenizer(do_lower_case=lower)
+    taken = 0
+    for text in corpus:
+        exact = [word for word, _ in basic.tokenize_with_origins(text)]
+        assert basic.tokenize(text) == exact, text
+        taken += basic._tokenize_by_table(text) is not None
+    assert taken > 0.98 * len(corpus), (taken, len(corpus))
+
+
+def _nontrivial_characters(basic, seed=0):
+    """Every BMP character the table rewrites, and samples of the rest."""
+    rng = np.random.default_rng(seed)
+    codes = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    entries = {chr(c): basic._character_entry(chr(c)) for c in codes}
+    rewritten = [c for c, e in entries.items() if e is not None and e != c and ord(c) < 0x10000]
+    chosen = set(rewritten)
+    others = [c for c, e in entries.items() if e is not None and c not in chosen]
+    return rewritten + list(rng.choice(others, 4000, replace=False))
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_table_path_equals_the_exact_path_for_every_character(lower):
+    """Each character the table path accepts, between letters, doubled,
+    before a combining mark and punctuation, gives the exact path's words."""
+    basic = BasicTokenizer(do_lower_case=lower)
+    chars = _nontrivial_characters(basic)
+    assert len(chars) > (30_000 if lower else 25_000)
+    for start in range(0, len(chars), 4000):
+        text = " ".join(f"a{c}B{c}{c}\u0301.{c}" for c in chars[start:start + 4000])
+        fast = basic._tokenize_by_table(text)
+        assert fast is not None
+        assert fast == [word for word, _ in basic.tokenize_with_origins(text)], start
+
+
+def test_table_path_steps_aside_where_neighbours_matter():
+    """The capital sigma lowercases by context, NFD reorders a kept
+    combining mark (Mc) among others, NFC composes across characters:
+    there the table path gives way and the words are still the exact ones."""
+    basic = BasicTokenizer(do_lower_case=True)
+    for text, words in [("\u039f\u0394\u039f\u03a3 \u03a3\u0391", ["\u03bf\u03b4\u03bf\u03c2", "\u03c3\u03b1"]),  # final sigma, then medial
+                        ("\u1b05\u1b44\u0334\u1b44", None)]:  # Balinese adeg adeg (Mc, ccc 9)
+        assert basic._tokenize_by_table(text) is None
+        exact = [word for word, _ in basic.tokenize_with_origins(text)]
+        assert basic.tokenize(text) == exact
+        assert words is None or exact == words
+    assert BasicTokenizer(normalize_nfc=True)._tokenize_by_table("abc") is None
+
+
 def test_basic_tokenizer_rules():
     basic = BasicTokenizer(do_lower_case=True)
     assert basic.tokenize(" \tHeLLo!How  \n Are yoU?  ") == ["hello", "!", "how", "are", "you", "?"]
@@ -202,3 +256,12 @@ def test_ten_megabyte_string_is_linear(uncased):
     assert t_big < 200 * max(t_small, 1e-3), (t_small, t_big)
     one_word = "x" * 10_000_000
     assert uncased.tokenize(one_word) == ["[UNK]"]
+    # The offsets path (character by character, as SQuAD and NER use it) too.
+    start = time.perf_counter()
+    n_small = len(uncased.tokenize_with_offsets(small))
+    t_small = time.perf_counter() - start
+    start = time.perf_counter()
+    n_big = len(uncased.tokenize_with_offsets(small * 8))
+    t_big = time.perf_counter() - start
+    assert n_big == 8 * n_small
+    assert t_big < 30 * t_small, (t_small, t_big)  # linear: ~8x; quadratic: ~64x
