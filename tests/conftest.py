@@ -3,16 +3,6 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Under `pytest -n N` each worker (and every command a test starts, which
-# inherits the environment) gets its share of the cores for TensorFlow's
-# per-op threads: with N workers on N cores, two threads per op each meant
-# threads spinning for cores the other worker was using (measured on the
-# main job's step, 2 cores: the same wall time alone with one thread, 15%
-# less CPU). Read by TensorFlow when its runtime starts, so set before the
-# import below; a value already in the environment wins.
-_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-if _WORKERS > 1:
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
