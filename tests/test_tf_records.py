@@ -190,6 +190,28 @@ def test_same_output_with_one_and_two_workers(corpus, tmp_path):
     assert len(shards[0]) == 4 and shards[0] == shards[1]
 
 
+def test_one_block_is_written_without_starting_workers(corpus, tmp_path, monkeypatch):
+    """Workers import TensorFlow each: a corpus of one block is written in
+    this process whatever `num_workers` says; two blocks start the pool."""
+    import tf_records.writer as writer
+
+    class PoolStarted(Exception):
+        pass
+
+    def no_pool(method):
+        raise PoolStarted(method)
+
+    monkeypatch.setattr(writer.multiprocessing, "get_context", no_pool)
+    one = write_pretraining_data(
+        [corpus], VOCAB, str(tmp_path / "one"), InstanceConfig(),
+        WriterConfig(dupe_factor=1, documents_per_block=10_000, num_workers=2), progress=False)
+    assert len(one["shards"]) == 1 and one["shards"][0]["records"] > 0
+    with pytest.raises(PoolStarted):
+        write_pretraining_data(
+            [corpus], VOCAB, str(tmp_path / "four"), InstanceConfig(),
+            WriterConfig(dupe_factor=1, documents_per_block=100, num_workers=2), progress=False)
+
+
 def test_manifest_and_reader_feed_fit(written):
     manifest = read_manifest(written)
     assert manifest["schema"] == {"max_seq_length": 128, "max_predictions_per_seq": 20}

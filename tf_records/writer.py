@@ -359,8 +359,16 @@ def build_manifest(instance_config, writer_config, vocab_sha256, vocab_facts, sh
 
 
 def _run(jobs, num_workers):
-    """Runs `_write_block` over jobs in order, at most 2 per worker in flight."""
-    if num_workers <= 1:
+    """Runs `_write_block` over jobs in order, at most 2 per worker in flight.
+
+    A corpus of one block is written in this process: a pool would start
+    workers that each import TensorFlow (seconds of CPU apiece) for one
+    block, and a block's records do not depend on where it is written.
+    """
+    jobs = iter(jobs)
+    head = list(itertools.islice(jobs, 2))
+    jobs = itertools.chain(head, jobs)
+    if num_workers <= 1 or len(head) < 2:
         for job in jobs:
             yield _write_block(job)
         return
