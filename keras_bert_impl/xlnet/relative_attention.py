@@ -170,7 +170,12 @@ class RelativeAttention(keras.layers.Layer):
     def call(self, content, positions, biases, masks, memory=None, query=None, training=None):
         h, n, d = self.d_model, self.n_head, self.d_head
         dtype = self.compute_dtype
+        # 1/sqrt(D) folded into the query columns of the kernel (H x 3ND), so
+        # no pass over the (B, N, Q, D) queries scales them, nor their gradient.
+        column_scale = keras.ops.concatenate([keras.ops.full((n * d,), d**-0.5),
+                                              keras.ops.ones((2 * n * d,))])
         kernel = keras.ops.cast(keras.ops.reshape(self.query_key_value, (h, 3 * n * d)), dtype)
+        kernel = kernel * keras.ops.cast(column_scale, dtype)  # queries come out / sqrt(D)
         if memory is None:
             q, k, v = self._heads(content, kernel, 3)  # (B, N, L, D), keys K = L
         else:
@@ -185,26 +190,32 @@ class RelativeAttention(keras.layers.Layer):
         k_r = keras.ops.reshape(k_r, (streams, r, n, d))
         k_r = keras.ops.transpose(k_r, (0, 2, 3, 1))  # (S, N, D, R)
         k_t = keras.ops.swapaxes(k, -1, -2)  # (B, N, D, K)
+        # (q + bias) / sqrt(D) = q / sqrt(D) + bias / sqrt(D): the biases
+        # (N, D) are scaled, the queries came out of the kernel scaled.
         scale = keras.ops.cast(d**-0.5, dtype)
-        # (q + bias) / sqrt(D): scaling the (B, N, Q, D) queries, not the scores.
-        r_w, r_r, r_s = [keras.ops.reshape(b, (n, 1, d)) for b in keras.ops.unstack(biases, 3)]
+        r_w, r_r, r_s = [keras.ops.reshape(b, (n, 1, d)) * scale
+                         for b in keras.ops.unstack(biases, 3)]
         seg = keras.ops.cast(self.seg_embed, dtype)
-        seg_diff = keras.ops.reshape(seg[1] - seg[0], (n, 1, d))  # (N, 1, D)
+        seg_diff = keras.ops.reshape(seg[1] - seg[0], (n, d, 1))  # (N, D, 1)
+        # (q + r_s) . seg_diff as q @ seg_diff plus a per-head constant: one
+        # batched matmul instead of a (B, N, Q, D) add, product and sum,
+        # whose gradients were reductions over the batch and query axes.
+        r_s_diff = keras.ops.matmul(r_s, seg_diff)  # (N, 1, 1)
 
         def attend(queries, mask_bias, segment_diff, shift=None):
-            """Attention of `(B, N, Q, D)` queries -> `(B, N, Q, D)` context."""
-            ac = keras.ops.matmul((queries + r_w) * scale, k_t)  # (B, N, Q, K)
-            raw = self._position_scores((queries + r_r) * scale, k_r)  # (B, N, Q, R)
+            """Attention of `(B, N, Q, D)` queries (already / sqrt(D)) -> `(B, N, Q, D)` context."""
+            ac = keras.ops.matmul(queries + r_w, k_t)  # (B, N, Q, K)
+            raw = self._position_scores(queries + r_r, k_r)  # (B, N, Q, R)
             if shift is None:
                 bd = rel_shift(raw, klen)  # (B, N, Q, K)
             else:
                 bd = keras.ops.take_along_axis(raw, shift, axis=-1)  # (B, N, Q, K)
-            ef = keras.ops.sum((queries + r_s) * scale * seg_diff, axis=-1)  # (B, N, Q)
+            ef = keras.ops.matmul(queries, seg_diff) + r_s_diff  # (B, N, Q, 1)
             # Sum, mask and softmax in float32 (also under mixed precision,
             # where Keras hands the masks over in the compute dtype).
             f32 = "float32"
             scores = (keras.ops.cast(ac, f32) + keras.ops.cast(bd, f32)
-                      + keras.ops.cast(ef, f32)[..., None] * keras.ops.cast(segment_diff, f32)
+                      + keras.ops.cast(ef, f32) * keras.ops.cast(segment_diff, f32)
                       + keras.ops.cast(mask_bias, f32))
             probs = keras.ops.cast(keras.ops.softmax(scores, axis=-1), dtype)
             probs = self.probs_dropout(probs, training=training)
