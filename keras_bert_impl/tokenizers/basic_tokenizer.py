@@ -132,7 +132,7 @@ class BasicTokenizer:
         punctuation splitting. So each distinct character's whole treatment
         is worked out once (and kept), the text is rewritten by one
         `str.translate` and split on whitespace: the words of the exact
-        path, ~100x faster on a long text. The two steps that look at
+        path, 17x faster on the main job's corpus line by line (measured). The two steps that look at
         neighbours make it return None, and the caller takes the exact
         path: lowercasing the capital sigma (final or not, by context) and
         NFD's canonical reordering of a combining mark that accent
@@ -146,9 +146,9 @@ class BasicTokenizer:
             entry = self._character_entry(char)
             if entry is None:
                 return None
-            self._known.add(char)
             if entry != char:
                 table[ord(char)] = entry
+            self._known.add(char)  # after its entry: another thread may be reading
         return text.translate(table).split()
 
     def _character_entry(self, char):
