@@ -99,8 +99,12 @@ class _ElmoServing(tf.Module):
         super().__init__()
         self.backbone = backbone
         self.max_chars = backbone.elmo_config.max_characters_per_token
+        # Traced once, called by every signature: the text signatures call it
+        # rather than tracing the model again each (a shorter export).
+        self.outputs = tf.function(self._outputs, autograph=False, input_signature=[
+            tf.TensorSpec([None, None, self.max_chars], tf.int32)])
 
-    def outputs(self, char_ids):
+    def _outputs(self, char_ids):
         char_ids = checked_char_ids(char_ids, self.backbone.elmo_config,
                                     [None, None, self.max_chars])
         out = on_rows(lambda x: self.backbone(x, training=False), char_ids)

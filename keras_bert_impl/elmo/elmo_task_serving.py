@@ -56,8 +56,13 @@ class _ElmoTaskServing(tf.Module):
         self.max_chars = model.backbone.max_characters_per_token
         self.max_words = max_words
         self.tagger = isinstance(model, ElmoTokenTagger)
+        rank = len(model.input[INPUT_NAME].shape)
+        # Traced once, called by every signature: the text signatures call it
+        # rather than tracing the model again each (a shorter export).
+        self.outputs = tf.function(self._outputs, autograph=False, input_signature=[
+            tf.TensorSpec([None] * (rank - 1) + [self.max_chars], tf.int32)])
 
-    def outputs(self, char_ids):
+    def _outputs(self, char_ids):
         char_ids = checked_char_ids(char_ids, self.model.backbone.elmo_config,
                                     list(self.model.input[INPUT_NAME].shape))
         logits = on_rows(lambda x: self.model({INPUT_NAME: x}, training=False), char_ids)

@@ -87,8 +87,12 @@ class _GptServing(tf.Module):
         self.max_seq_length = max_seq_length
         self.max_positions = backbone.gpt_config.n_positions
         self.rank = len(model.input["input_word_ids"].shape)
+        # Traced once, called by every signature: the text signatures call it
+        # rather than tracing the model again each (a shorter export).
+        self.outputs = tf.function(self._outputs, autograph=False, input_signature=[
+            {name: tf.TensorSpec([None] * self.rank, tf.int32) for name in INPUT_NAMES}])
 
-    def outputs(self, inputs):
+    def _outputs(self, inputs):
         inputs = checked_ids(
             {name: inputs[name] for name in INPUT_NAMES}, [None] * self.rank,
             {"input_word_ids": (self.backbone.gpt_config.vocab_size, "vocab_size"),
@@ -127,7 +131,7 @@ class _GptServing(tf.Module):
                 swapped = self.tokenizer.pack(ids_b, ids_a, self.max_seq_length, self.special)
                 packed = {name: tf.stack([packed[name], swapped[name]], axis=1)  # (B, 2, S)
                           for name in packed}
-        return {**packed, **self.outputs(packed)}
+        return {**packed, **self.outputs({name: packed[name] for name in INPUT_NAMES})}
 
 
 def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):

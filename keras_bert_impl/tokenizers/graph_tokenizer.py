@@ -254,9 +254,20 @@ class GraphBertTokenizer(tf.Module):
 
 
 def _keep_first(ragged, counts):
-    """The first `counts[i]` values of each row `i`."""
-    positions = tf.ragged.range(ragged.row_lengths())
-    return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, positions.dtype)[:, None])
+    """The first `counts[i]` values of each row `i`.
+
+    On the flat values (each value's row and position in it): the same
+    result as `tf.ragged.boolean_mask` of a ragged comparison, whose ragged
+    broadcasting took ~0.25 s of Python per call to trace (an export traces
+    three).
+    """
+    rows = ragged.value_rowids()  # (N,)
+    starts = tf.gather(ragged.row_starts(), rows)  # (N,)
+    positions = tf.range(tf.size(rows, out_type=rows.dtype), dtype=rows.dtype) - starts
+    keep = positions < tf.gather(tf.cast(counts, rows.dtype), rows)  # (N,)
+    return tf.RaggedTensor.from_value_rowids(
+        tf.boolean_mask(ragged.values, keep), tf.boolean_mask(rows, keep),
+        nrows=ragged.nrows(), validate=False)
 
 
 def _fast_path_tokens(tokens):

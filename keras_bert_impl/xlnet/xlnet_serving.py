@@ -107,7 +107,8 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
             packed = tokenizer.pack(tokenizer(text), max_length=max_seq_length)
-            return {**packed, **content(packed)}
+            # serving_default's trace, called: the backbone is traced once for both.
+            return {**packed, **serving_default({name: packed[name] for name in ids_spec})}
 
         signatures["serving_text"] = serving_text
     save_module_atomic(module, export_dir, signatures)

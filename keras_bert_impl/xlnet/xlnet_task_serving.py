@@ -74,7 +74,8 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
             tokenizer = module.tokenizer
             ids_b = None if text_b is None else tokenizer(text_b)
             packed = tokenizer.pack(tokenizer(text_a), ids_b, max_seq_length)
-            return {**packed, **outputs(packed)}
+            # serving_default's trace, called: the model is traced once for all.
+            return {**packed, **serving_default({name: packed[name] for name in INPUT_NAMES})}
 
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
