@@ -216,3 +216,25 @@ def _check_arguments(schema, folder, batch_size, perm_size, num_predict, shuffle
             f"XLNet's streams cannot be split between {input_context.num_input_pipelines} input "
             "pipelines: read them in one pipeline (the batch is split between replicas in "
             "order, replica by replica, as the records were laid out for --num_cores).")
+
+
+def target_counts(source, vocab_size, schema=None):
+    """How often each id is a predicted (non-functional) token of the records:
+    the unigram model's counts. Read from the records' `input` and
+    `is_masked` (the targets the reader's permutation keeps), one pass."""
+    import numpy as np
+
+    if os.path.isdir(source) or source.endswith(".json"):
+        manifest = read_manifest(source)
+        schema = XLNetRecordSchema.from_manifest(manifest["schema"])
+        files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+    else:
+        files = sorted(tf.io.gfile.glob(source))
+    spec = {k: v for k, v in schema.feature_spec().items() if k in ("input", "is_masked")}
+    counts = np.zeros(vocab_size, np.int64)
+    for batch in tf.data.TFRecordDataset(files).batch(1024).map(
+            lambda r: tf.io.parse_example(r, spec)):
+        ids, masked = batch["input"].numpy(), batch["is_masked"].numpy() > 0
+        masked &= (ids != schema.sep_id) & (ids != schema.cls_id)  # functional: never targets
+        np.add.at(counts, ids[masked], 1)
+    return counts

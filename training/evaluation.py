@@ -2,7 +2,9 @@
 most-frequent-token baseline and fill-in-the-[MASK] examples (BERT);
 next-token accuracy and perplexity against the unigram model and greedy
 continuations (GPT, BERT's LTR ablation); a biLM's perplexity against the
-unigram model (ELMo)."""
+unigram model (ELMo); permutation-LM accuracy and perplexity against the
+unigram model, with and without the memory, and words hidden by the
+permutation mask (XLNet)."""
 
 
 def say(message):
@@ -218,4 +220,118 @@ def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
         shown.append((f"{line[:start]}[MASK]{line[end:]}", tokens[i], guesses))
         if len(shown) == count:
             break
+    return shown
+
+
+def plm_report(model, heldout, train_counts):
+    """Held-out permutation-LM accuracy and perplexity against the unigram model.
+
+    As training reads them: the held-out streams in order with a fresh
+    factorization order per record and the memory carried from batch to
+    batch (zeroed first and after). Perplexity is exp of the mean negative
+    log-likelihood per predicted token over the whole held-out set; the
+    same again with the memory zeroed before every batch shows what the
+    memory adds. The baseline is the unigram distribution of the training
+    targets (add-one smoothed): its perplexity, and the accuracy of always
+    guessing the most frequent target.
+
+    Args:
+        model: an `XLNetPretrainer`.
+        heldout: one pass of held-out `(x, target, target_mask)` batches.
+        train_counts: int `(V,)`, how often each id is a training target.
+    """
+    import numpy as np
+
+    counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
+    unigram_log_prob = np.log(counts / counts.sum())
+    top = int(counts.argmax())
+    totals = {}
+    for memory in (True, False):
+        model.reset_states()
+        nll = unigram_nll = 0.0
+        hits = unigram_hits = total = 0
+        for x, y, w in heldout:
+            if not memory:
+                model.reset_states()
+            logits = np.asarray(model.predict_on_batch(x), np.float64)  # (B, P, V)
+            targets, real = y.numpy(), w.numpy() > 0
+            peak = logits.max(-1, keepdims=True)
+            log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
+            target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+            nll += float((log_z - target_logit)[real].sum())
+            unigram_nll -= float(unigram_log_prob[targets[real]].sum())
+            hits += int((logits.argmax(-1) == targets)[real].sum())
+            unigram_hits += int((targets[real] == top).sum())
+            total += int(real.sum())
+        totals[memory] = (nll, unigram_nll, hits, unigram_hits, max(total, 1))
+    model.reset_states()
+    nll, unigram_nll, hits, unigram_hits, total = totals[True]
+    results = {
+        "plm_accuracy": hits / total,
+        "perplexity": float(np.exp(nll / total)),
+        "perplexity_without_memory": float(np.exp(totals[False][0] / total)),
+        "baseline_plm_accuracy": unigram_hits / total,
+        "baseline_unigram_perplexity": float(np.exp(unigram_nll / total)),
+        "heldout_target_tokens": total,
+    }
+    say(f"Held-out permutation-LM accuracy {results['plm_accuracy']:.4f} vs "
+        f"{results['baseline_plm_accuracy']:.4f} for always guessing the most frequent token; "
+        f"perplexity {results['perplexity']:.1f} vs {results['baseline_unigram_perplexity']:.1f} "
+        f"for the unigram model ({results['perplexity_without_memory']:.1f} with the memory "
+        f"zeroed at every batch; {total} predicted tokens)")
+    return results
+
+
+def fill_in_examples(model, tokenizer, text_files, count, seq_len, seed):
+    """A few held-out sentences with one single-piece word hidden from every
+    position (`perm_mask`) and predicted by the query stream: `(text with
+    <mask>, the word, the top guess)`. Inputs as the records: `A <sep>
+    <cls>`, here left-padded to `seq_len` (`input_mask` 1 on padding)."""
+    import numpy as np
+
+    from tf_records.writer import read_documents
+
+    rng = np.random.default_rng(seed)
+    lines = [line for doc in read_documents(text_files) for line in doc
+             if 8 <= len(line.split()) <= 25]
+    rows = []
+    for line in rng.permutation(lines)[: count * 4]:
+        ids = tokenizer.encode(str(line))
+        if len(ids) + 2 > seq_len:
+            continue
+        pieces = [tokenizer.id_to_piece(i) for i in ids]
+        # A word of one piece: it starts a word, the next piece does too.
+        words = [i for i, p in enumerate(pieces) if p.startswith("\u2581") and len(p) > 4
+                 and p[1:].isalpha() and (i + 1 == len(ids) or tokenizer.is_start_piece(ids[i + 1]))]
+        if not words:
+            continue
+        rows.append((ids, int(rng.choice(words)), pieces))
+        if len(rows) == count:
+            break
+    if not rows:
+        return []
+    n = len(rows)
+    word_ids = np.full((n, seq_len), tokenizer.pad_id, np.int32)
+    type_ids = np.zeros((n, seq_len), np.int32)
+    input_mask = np.ones((n, seq_len), np.float32)
+    perm_mask = np.zeros((n, seq_len, seq_len), np.float32)
+    target_mapping = np.zeros((n, 1, seq_len), np.float32)
+    for r, (ids, i, _) in enumerate(rows):
+        row = ids + [tokenizer.sep_id, tokenizer.cls_id]
+        start = seq_len - len(row)
+        word_ids[r, start:] = row
+        type_ids[r, -1] = 2  # <cls>, as the records
+        input_mask[r, start:] = 0.0
+        perm_mask[r, :, start + i] = 1.0  # no position sees the hidden word
+        target_mapping[r, 0, start + i] = 1.0
+    model.reset_states()
+    logits = np.asarray(model.predict_on_batch({
+        "input_word_ids": word_ids, "input_type_ids": type_ids, "input_mask": input_mask,
+        "perm_mask": perm_mask, "target_mapping": target_mapping}))  # (n, 1, V)
+    model.reset_states()
+    shown = []
+    for r, (_, i, pieces) in enumerate(rows):
+        guess = tokenizer.id_to_piece(int(logits[r, 0].argmax())).replace("\u2581", " ").strip()
+        masked = "".join(pieces[:i] + ["\u2581<mask>"] + pieces[i + 1:]).replace("\u2581", " ")
+        shown.append((masked.strip(), pieces[i][1:], guess))
     return shown
