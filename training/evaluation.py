@@ -57,6 +57,23 @@ def evaluate(model, heldout, train, vocab_size):
     return results
 
 
+def _batch_sums(logits, targets, real, unigram_log_prob, top):
+    """One batch's held-out sums, float64 `(5,)`: the model's negative
+    log-likelihood, the unigram model's, the model's hits, the most frequent
+    token's hits and the real targets, over the `real` positions of `logits`
+    `(..., V)` and `targets` `(...)`."""
+    import numpy as np
+
+    peak = logits.max(-1, keepdims=True)
+    log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
+    target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+    return np.array([(log_z - target_logit)[real].sum(),
+                     -unigram_log_prob[targets[real]].sum(),
+                     (logits.argmax(-1) == targets)[real].sum(),
+                     (targets[real] == top).sum(),
+                     real.sum()], np.float64)
+
+
 def next_token_report(model, heldout, train, vocab_size, output="lm"):
     """Held-out next-token accuracy and perplexity against the unigram model.
 
@@ -81,22 +98,14 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
         np.add.at(counts, y[output].numpy()[w[output].numpy() > 0], 1)
     unigram_log_prob = np.log(counts / counts.sum())
     top = int(counts.argmax())
-    nll = unigram_nll = 0.0
-    hits = unigram_hits = total = 0
+    sums = np.zeros(5)
     meter = Progress("Held-out evaluation", total=_batches(heldout), unit="batches")
     for x, y, w in meter.iterate(heldout):
         logits = np.asarray(model.predict_on_batch(x)[output], np.float64)  # (B, S, V)
-        targets = y[output].numpy()
-        real = w[output].numpy() > 0
-        peak = logits.max(-1, keepdims=True)
-        log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
-        target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-        nll += float((log_z - target_logit)[real].sum())
-        unigram_nll -= float(unigram_log_prob[targets[real]].sum())
-        hits += int((logits.argmax(-1) == targets)[real].sum())
-        unigram_hits += int((targets[real] == top).sum())
-        total += int(real.sum())
-    total = max(total, 1)
+        sums += _batch_sums(logits, y[output].numpy(), w[output].numpy() > 0,
+                            unigram_log_prob, top)
+    nll, unigram_nll, hits, unigram_hits, total = sums
+    total = max(int(total), 1)
     results = {
         "next_token_accuracy": hits / total,
         "perplexity": float(np.exp(nll / total)),
@@ -248,22 +257,14 @@ def plm_report(model, heldout, train_counts):
     totals = {}
     for memory in (True, False):
         model.reset_states()
-        nll = unigram_nll = 0.0
-        hits = unigram_hits = total = 0
+        sums = np.zeros(5)
         for x, y, w in heldout:
             if not memory:
                 model.reset_states()
             logits = np.asarray(model.predict_on_batch(x), np.float64)  # (B, P, V)
-            targets, real = y.numpy(), w.numpy() > 0
-            peak = logits.max(-1, keepdims=True)
-            log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
-            target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-            nll += float((log_z - target_logit)[real].sum())
-            unigram_nll -= float(unigram_log_prob[targets[real]].sum())
-            hits += int((logits.argmax(-1) == targets)[real].sum())
-            unigram_hits += int((targets[real] == top).sum())
-            total += int(real.sum())
-        totals[memory] = (nll, unigram_nll, hits, unigram_hits, max(total, 1))
+            sums += _batch_sums(logits, y.numpy(), w.numpy() > 0, unigram_log_prob, top)
+        nll, unigram_nll, hits, unigram_hits, total = sums
+        totals[memory] = (nll, unigram_nll, hits, unigram_hits, max(int(total), 1))
     model.reset_states()
     nll, unigram_nll, hits, unigram_hits, total = totals[True]
     results = {
