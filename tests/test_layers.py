@@ -6,6 +6,7 @@ from helpers import assert_config_round_trip
 from keras_bert_impl.layers import BertEmbeddings
 from keras_bert_impl.layers import BertPooler
 from keras_bert_impl.layers import FastDropout
+from keras_bert_impl.layers import FastLayerNormalization
 from keras_bert_impl.layers import MaskedLMHead
 from keras_bert_impl.layers import NextSentenceHead
 from keras_bert_impl.layers import SelfAttention
@@ -197,3 +198,46 @@ def test_fast_dropout_gradient_is_the_mask():
         y = layer(x, training=True)
     grad = tape.gradient(y, x).numpy()
     np.testing.assert_array_equal(grad, y.numpy())  # ones in, so grad == output
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_fast_layer_norm_equals_keras_in_values_and_gradients(policy):
+    """The fused training pass against `keras.layers.LayerNormalization`:
+    outputs and the gradients for x, gamma and beta, eagerly and traced, on
+    rows far from zero mean and unit variance; inference is Keras' own
+    computation (no XLA in an exported graph)."""
+    import tensorflow as tf
+
+    keras.config.set_dtype_policy(policy)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(3.0, 2.0, (4, 7, 12)), "float32")
+    dy = tf.constant(rng.normal(size=(4, 7, 12)), "float32")
+    reference = keras.layers.LayerNormalization(epsilon=1e-12)
+    ours = FastLayerNormalization(epsilon=1e-12)
+    reference.build(x.shape)
+    ours.build(x.shape)
+    reference.set_weights([rng.normal(size=12).astype("float32") for _ in range(2)])
+    ours.set_weights(reference.get_weights())
+
+    def values_and_gradients(layer, training, traced):
+        def run(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x, training=training)
+                loss = tf.reduce_sum(tf.cast(y, "float32") * dy)
+            return [y, *tape.gradient(loss, [x, *layer.trainable_weights])]
+
+        return (tf.function(run) if traced else run)(x)
+
+    for traced in (False, True):
+        expected = values_and_gradients(reference, True, traced)
+        got = values_and_gradients(ours, True, traced)
+        assert got[0].dtype == expected[0].dtype  # the layer's compute dtype, as Keras'
+        for name, a, b in zip(("y", "dx", "dgamma", "dbeta"), got, expected):
+            np.testing.assert_allclose(tf.cast(a, "float32"), tf.cast(b, "float32"), atol=1e-5,
+                                       err_msg=name)
+    np.testing.assert_array_equal(ours(x, training=False), reference(x, training=False))
+    graph = tf.function(lambda v: ours(v, training=False)).get_concrete_function(x).graph
+    assert not any(op.get_attr("_XlaMustCompile") for op in graph.get_operations()
+                   if "_XlaMustCompile" in op.node_def.attr)
+    assert_config_round_trip(ours)

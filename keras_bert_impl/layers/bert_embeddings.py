@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -53,7 +54,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps,
             dtype="float32",  # numerically sensitive: float32 under mixed precision
             name="layer_norm",

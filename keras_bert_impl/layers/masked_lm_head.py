@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 
@@ -62,7 +63,7 @@ class MaskedLMHead(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="transform_dense",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="transform_layer_norm"
         )
 

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.self_attention import SelfAttention
 
@@ -82,7 +83,7 @@ class TransformerEncoder(keras.layers.Layer):
             name="attention",
         )
         self.attention_dropout = FastDropout(hidden_dropout_prob, dtype=self.dtype_policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps,
             dtype="float32",  # numerically sensitive: float32 under mixed precision
             name="attention_layer_norm",
@@ -98,7 +99,7 @@ class TransformerEncoder(keras.layers.Layer):
             hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output_dense"
         )
         self.output_dropout = FastDropout(hidden_dropout_prob, dtype=self.dtype_policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm"
         )
 

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.xlnet.relative_attention import RelativeAttention
 from keras_bert_impl.xlnet.xlnet_config import ACTIVATIONS
 
@@ -71,7 +72,7 @@ class XLNetBlock(keras.layers.Layer):
         self.rel_attn = RelativeAttention(d_model, n_head, d_head, dropout, initializer_range,
                                           dtype=policy, name="rel_attn")
         self.attention_dropout = FastDropout(dropout, dtype=policy, name="attention_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps,
             dtype="float32",  # numerically sensitive: float32 under mixed precision
             name="attention_layer_norm",
@@ -83,7 +84,7 @@ class XLNetBlock(keras.layers.Layer):
         self.layer_2 = keras.layers.Dense(d_model, kernel_initializer=init, dtype=policy,
                                           name="layer_2")
         self.output_dropout = FastDropout(dropout, dtype=policy, name="output_dropout")
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = FastLayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
 
     def build(self, content_shape):
