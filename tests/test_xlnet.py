@@ -684,3 +684,31 @@ def test_bert_loader_points_an_xlnet_folder_to_its_loader():
 
     with pytest.raises(ValueError, match="XLNet checkpoint.*load_xlnet_checkpoint"):
         load_backbone(GOLDEN)
+
+
+def test_head_bias_gradient_equals_autodiff():
+    """`r_w`/`r_r` added to the queries with a two-stage bias gradient: the
+    same values and gradients as TensorFlow's broadcast add, eagerly and traced."""
+    import tensorflow as tf
+
+    from keras_bert_impl.xlnet.relative_attention import _plus_head_bias
+
+    rng = np.random.default_rng(0)
+    queries = tf.constant(rng.normal(size=(3, 4, 5, 6)), "float32")
+    bias = tf.constant(rng.normal(size=(4, 1, 6)), "float32")
+    dy = tf.constant(rng.normal(size=(3, 4, 5, 6)), "float32")
+
+    def run(add):
+        def step(q, b):
+            with tf.GradientTape() as tape:
+                tape.watch([q, b])
+                y = add(q, b)
+                loss = tf.reduce_sum(y * dy)
+            return [y, *tape.gradient(loss, [q, b])]
+
+        return step(queries, bias), tf.function(step)(queries, bias)
+
+    for got, expected in zip(run(_plus_head_bias), run(lambda q, b: q + b)):
+        assert got[2].shape == (4, 1, 6)
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-5)

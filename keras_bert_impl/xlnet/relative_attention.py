@@ -1,6 +1,7 @@
 """`RelativeAttention`: XLNet's two-stream relative multi-head attention."""
 
 import keras
+import tensorflow as tf
 
 from keras_bert_impl.layers.fast_dropout import FastDropout
 
@@ -33,6 +34,21 @@ def rel_shift(scores, klen):
     x = keras.ops.slice(x, (0,) * len(lead) + (1, 0), lead + (r - 1, q))  # (..., R - 1, Q)
     x = keras.ops.reshape(x, lead + (q, r - 1))  # (..., Q, R - 1)
     return keras.ops.slice(x, (0,) * len(lead) + (0, 0), lead + (q, klen))  # (..., Q, K)
+
+
+@tf.custom_gradient
+def _plus_head_bias(queries, bias):
+    """`(B, N, Q, D)` queries + an `(N, 1, D)` bias (`r_w`, `r_r`).
+
+    The bias gradient is summed over the batch, then over the queries:
+    TensorFlow's one reduction over the non-adjacent axes (0, 2) took 3-5x
+    as long on CPU (about 2% of a fine-tuning step at `mini`).
+    """
+
+    def grad(dy):
+        return dy, tf.reduce_sum(tf.reduce_sum(dy, 0), 1, keepdims=True)
+
+    return queries + bias, grad
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -204,8 +220,8 @@ class RelativeAttention(keras.layers.Layer):
 
         def attend(queries, mask_bias, segment_diff, shift=None):
             """Attention of `(B, N, Q, D)` queries (already / sqrt(D)) -> `(B, N, Q, D)` context."""
-            ac = keras.ops.matmul(queries + r_w, k_t)  # (B, N, Q, K)
-            raw = self._position_scores(queries + r_r, k_r)  # (B, N, Q, R)
+            ac = keras.ops.matmul(_plus_head_bias(queries, r_w), k_t)  # (B, N, Q, K)
+            raw = self._position_scores(_plus_head_bias(queries, r_r), k_r)  # (B, N, Q, R)
             if shift is None:
                 bd = rel_shift(raw, klen)  # (B, N, Q, K)
             else:
