@@ -28,17 +28,15 @@ counted), processes alternating `--rounds` times; the median gives sequences/s.
 import json
 import os
 import sys
-import time
 
 from absl import app
 from absl import flags
 
 # benchmarks/ is on sys.path when a script in it runs.
-from train_step_timing import adamw_optimizer
+from train_step_timing import alternate_fits
 from train_step_timing import in_subprocess
 from train_step_timing import jit_setting
 from train_step_timing import measure_matmul_peak
-from train_step_timing import step_timer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script from anywhere
@@ -206,52 +204,12 @@ def write_default_records(folder, seq_length, predictions):
 
 def run_single(spec):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
     b = _batch(spec["batch_size"], spec["seq_length"], spec["predictions"])
-    runs = {}
-    for impl, build in (("keras_hub", _keras_hub), ("ours", _ours)):
-        if spec.get("only") not in (None, impl):
-            continue
-        model, data, compile_args = build(spec["preset"], spec["precision"], b)
-        model.compile(optimizer=adamw_optimizer(impl), jit_compile=spec["jit"][impl], **(compile_args or {}))
-        if spec.get("records"):
-            dataset = _records_dataset(impl, spec["records"], spec["batch_size"])
-        else:
-            dataset = tf.data.Dataset.from_tensors(data).repeat()
-        model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)
-        runs[impl] = (model, dataset, [])
-
-    class EpochTimes(keras.callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.times = []
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self.start = time.perf_counter()
-
-        def on_epoch_end(self, epoch, logs=None):
-            self.times.append(time.perf_counter() - self.start)
-
-    for _ in range(spec["rounds"]):
-        for model, dataset, times in runs.values():
-            if spec.get("records"):
-                # Whole fit epochs, input pipeline included, in one fit call
-                # (Keras keeps the iterator across epochs with
-                # steps_per_epoch, as in a real run); the first epoch, which
-                # fills the shuffle buffer, is not counted.
-                epochs = EpochTimes()
-                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=3, verbose=0,
-                          callbacks=[epochs])
-                times.extend(t / spec["steps"] for t in epochs.times[1:])
-            else:
-                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
-                          callbacks=[step_timer(times)])
-    return {impl: {"seq_per_s": spec["batch_size"] / float(np.median(times)),
-                   "params": model.count_params(), "xla": bool(model.jit_compile)}
-            for impl, (model, _, times) in runs.items()}
+    records = None
+    if spec.get("records"):
+        def records(impl):
+            return _records_dataset(impl, spec["records"], spec["batch_size"])
+    return alternate_fits(spec, (("keras_hub", _keras_hub), ("ours", _ours)), b, records)
 
 
 def _in_subprocess(single):

@@ -92,3 +92,65 @@ def in_subprocess(script, single):
         print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"benchmark run failed: {single}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def alternate_fits(spec, builders, batch, records_dataset=None):
+    """Both models of one (size, precision) in this process, timed by `fit`
+    in alternating rounds (so drift in a shared machine's speed hits both
+    alike); each side's sequences/s from its median step.
+
+    Args:
+        spec: dict: `preset`, `precision`, `batch_size`, `steps`, `warmup`,
+            `rounds`, `jit` (`{impl: compile's jit_compile}`), optional `only`.
+        builders: `(impl, build)` pairs; `build(preset, precision, batch)`
+            returns `(model, (x, y[, sample_weight]), compile_args or None)`.
+        batch: what the builders take.
+        records_dataset: optional `impl -> tf.data.Dataset`: then each round
+            is whole `fit` epochs read from it (input work counts), the
+            first epoch (filling the shuffle buffer) not counted.
+    """
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    runs = {}
+    for impl, build in builders:
+        if spec.get("only") not in (None, impl):
+            continue
+        model, data, compile_args = build(spec["preset"], spec["precision"], batch)
+        model.compile(optimizer=adamw_optimizer(impl), jit_compile=spec["jit"][impl], **(compile_args or {}))
+        if records_dataset:
+            dataset = records_dataset(impl)
+        else:
+            dataset = tf.data.Dataset.from_tensors(data).repeat()
+        model.fit(dataset, steps_per_epoch=spec["warmup"], epochs=1, verbose=0)
+        runs[impl] = (model, dataset, [])
+
+    class EpochTimes(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.times = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.times.append(time.perf_counter() - self.start)
+
+    for _ in range(spec["rounds"]):
+        for model, dataset, times in runs.values():
+            if records_dataset:
+                # Whole fit epochs, input pipeline included, in one fit call
+                # (Keras keeps the iterator across epochs with
+                # steps_per_epoch, as in a real run); the first epoch, which
+                # fills the shuffle buffer, is not counted.
+                epochs = EpochTimes()
+                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=3, verbose=0,
+                          callbacks=[epochs])
+                times.extend(t / spec["steps"] for t in epochs.times[1:])
+            else:
+                model.fit(dataset, steps_per_epoch=spec["steps"], epochs=1, verbose=0,
+                          callbacks=[step_timer(times)])
+    return {impl: {"seq_per_s": spec["batch_size"] / float(np.median(times)),
+                   "params": model.count_params(), "xla": bool(model.jit_compile)}
+            for impl, (model, _, times) in runs.items()}
