@@ -12,32 +12,6 @@ def backbone_inputs():
     return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
-def pooled_output(backbone, inputs):
-    """`backbone(inputs)["pooled_output"]` `(B, H)`, its last block computing one row.
-
-    The pooler reads [CLS]'s row of the last block's output, so that block
-    runs its queries, attention output and feed-forward for that row only
-    (keys and values for every row, as usual): at MiniLM's 6 blocks about a
-    seventh less work per step, with the same outputs
-    (`tests/test_task_models.py`). The backbone's own layers are called, as
-    `BertPretrainer` does for its masked rows. A causal backbone (whose
-    pooler reads the last non-padding row, and whose blocks take no query
-    rows) and backbones of another kind (the BiLSTM one) are called whole.
-    """
-    from keras_bert_impl.models.bert_backbone import BertBackbone
-
-    if type(backbone) is not BertBackbone or backbone.causal:
-        return backbone(inputs)["pooled_output"]
-    x = backbone.embeddings(
-        backbone.word_embedding(inputs["input_word_ids"]), inputs["input_type_ids"]
-    )  # (B, S, H)
-    for layer in backbone.encoder_layers[:-1]:
-        x = layer(x, inputs["input_mask"])  # (B, S, H)
-    cls_row = keras.ops.zeros_like(inputs["input_mask"][:, :1])  # (B, 1)
-    x = backbone.encoder_layers[-1](x, inputs["input_mask"], query_positions=cls_row)  # (B, 1, H)
-    return backbone.pooler(x)  # (B, H)
-
-
 def head_initializer(backbone):
     """Truncated normal with the backbone's `initializer_range`, as the original heads."""
     return keras.initializers.TruncatedNormal(stddev=backbone.bert_config.initializer_range)
