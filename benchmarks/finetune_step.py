@@ -3,8 +3,8 @@
 Ours is `BertClassifier` (pooled [CLS], dropout 0.1, Dense 2; cross-entropy
 and accuracy, what `model.compile()` sets); keras-hub's is
 `BertTextClassifier` on its `BertBackbone` with no preprocessor (the same
-head, its own compile defaults for loss and metrics). MiniLM's size by
-default (6 x 384, 12 heads, feed-forward 1536, vocabulary 30,522), both with
+head, its own compile defaults for loss and metrics). MiniLM's size
+(6 x 384, 12 heads, feed-forward 1536, vocabulary 30,522), both with
 the tanh GELU keras-hub uses, the same random batch (seq 128, batch 32, two
 segments, no padding), the same AdamW as the pretraining benchmark, both by
 plain `model.fit`; in one process per precision, timed in alternating

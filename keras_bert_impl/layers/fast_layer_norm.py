@@ -40,9 +40,9 @@ def _fused_layer_norm(x, gamma, beta, epsilon):
 class FastLayerNormalization(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` over the last axis, trained faster on CPU.
 
-    Keras computes a LayerNorm as about ten TensorFlow ops (moments, rsqrt,
-    products, sums), and autodiff adds some twenty more for the gradient:
-    each a pass over the (B, S, H) activations. In training this layer runs
+    Keras computes a LayerNorm as 14 TensorFlow ops (moments, rsqrt,
+    products, sums) and autodiff adds 31 more for the gradient (counted in a
+    traced graph), many a pass over the (B, S, H) activations. In training this layer runs
     the forward pass and the hand-written gradient each as one XLA-compiled
     function, which fuses them into a few loops: profiled on CPU, a LayerNorm's
     forward and backward take about a third less CPU time, and that pays in
