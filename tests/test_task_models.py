@@ -105,6 +105,63 @@ def test_multiple_choice_scores_each_pair(odd_config, num_choices, tmp_path):
         model(rows)
 
 
+def _weight_paths(path):
+    import zipfile
+
+    import h5py
+
+    with zipfile.ZipFile(path) as archive, archive.open("model.weights.h5") as f, h5py.File(f) as h5:
+        paths = []
+        h5.visititems(lambda name, obj: paths.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return sorted(paths)
+
+
+@pytest.mark.parametrize("task", ["classifier", "multiple_choice"])
+def test_cls_row_models_load_files_saved_when_they_called_the_backbone_whole(
+        odd_config, task, tmp_path, monkeypatch):
+    # Until 2026-11 these models called the backbone whole; now its last
+    # block computes only [CLS]'s row. Same outputs, and a file saved either
+    # way (weights and optimizer slots) loads in the other.
+    from keras_bert_impl.models import bert_classifier
+    from keras_bert_impl.models import bert_multiple_choice
+
+    def build():
+        backbone = BertBackbone.from_bert_config(odd_config)
+        if task == "classifier":
+            return BertClassifier(backbone, 3), make_inputs(), np.array([0, 2, 1], "int32")
+        rows = make_inputs(batch=6, seq=6, pad_last=1)
+        return (BertMultipleChoice(backbone), {k: v.reshape(3, 2, 6) for k, v in rows.items()},
+                np.array([0, 1, 1], "int32"))
+
+    def whole(backbone, inputs):
+        return backbone(inputs)["pooled_output"]
+
+    keras.utils.set_random_seed(1)
+    with monkeypatch.context() as patch:
+        patch.setattr(bert_classifier, "pooled_output", whole)
+        patch.setattr(bert_multiple_choice, "pooled_output", whole)
+        old, x, y = build()
+        assert "encoder_layer" not in str([layer.name for layer in old._operations])
+        old.compile(optimizer=keras.optimizers.AdamW(1e-3))
+        old.fit(x, y, epochs=2, verbose=0)
+        old.save(tmp_path / "old.keras")
+    new = keras.saving.load_model(tmp_path / "old.keras")
+    assert new.get_layer("bert_backbone") is new.backbone
+    assert len(new._operations) > len(old._operations)  # the backbone's layers, not it whole
+    assert [v.path for v in new.weights] == [v.path for v in old.weights]
+    np.testing.assert_allclose(new(x, training=False), old(x, training=False), atol=1e-5)
+    for a, b in zip(new.optimizer.variables, old.optimizer.variables, strict=True):
+        assert a.path == b.path
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    new.save(tmp_path / "new.keras")
+    assert _weight_paths(tmp_path / "new.keras") == _weight_paths(tmp_path / "old.keras")
+    with monkeypatch.context() as patch:
+        patch.setattr(bert_classifier, "pooled_output", whole)
+        patch.setattr(bert_multiple_choice, "pooled_output", whole)
+        back = keras.saving.load_model(tmp_path / "new.keras")
+    np.testing.assert_allclose(back(x, training=False), old(x, training=False), atol=1e-5)
+
+
 @pytest.fixture
 def four_layer_config(odd_config):
     return odd_config.replace(num_hidden_layers=4)

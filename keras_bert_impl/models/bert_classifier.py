@@ -6,6 +6,7 @@ from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import backbone_inputs
 from keras_bert_impl.models.bert_task_model import head_initializer
+from keras_bert_impl.models.bert_task_model import pooled_output
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 
 # B=batch, C=classes
@@ -54,7 +55,7 @@ class BertClassifier(ClassifierDefaults, BertTaskModel):
             name="logits")
         # === Functional graph ===
         inputs = backbone_inputs()
-        pooled = backbone(inputs)["pooled_output"]  # (B, H)
+        pooled = pooled_output(backbone, inputs)  # (B, H)
         logits = self.output_dense(self.output_dropout(pooled))  # (B, C)
         if num_classes == 1:
             logits = keras.ops.squeeze(logits, axis=-1)  # (B,)

@@ -7,6 +7,7 @@ from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.bert_task_model import head_initializer
+from keras_bert_impl.models.bert_task_model import pooled_output
 
 # B=batch, C=choices, S=sequence, H=hidden
 
@@ -68,7 +69,7 @@ class BertMultipleChoice(BertTaskModel):
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}  # (B, C, S)
-        pooled = backbone({name: self.fold(x) for name, x in inputs.items()})["pooled_output"]
+        pooled = pooled_output(backbone, {name: self.fold(x) for name, x in inputs.items()})
         scores = self.output_dense(self.output_dropout(pooled))  # (B*C, 1)
         logits = self.unfold(scores, inputs["input_word_ids"])  # (B, C)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
