@@ -242,6 +242,7 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
     import keras
     import tensorflow as tf
 
+    from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
     from tf_records.reader import pipeline_share
     from tf_records.reader import read_manifest
     from training.checkpointing import CheckpointEveryEpoch
@@ -290,16 +291,18 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
             mine, _ = pipeline_share(files, None, context)
             say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
                 f"reads {', '.join(mine)}")
-        return recipe.dataset(
+        return without_autotune_thread(recipe.dataset(
             train_source, context.get_per_replica_batch_size(cfg.global_batch_size),
             model_config, start_batch=step * replicas_per_pipeline,
-            input_context=context if sharded else None)
+            input_context=context if sharded else None))
 
     if strategy is tf.distribute.get_strategy():  # the default: no distribution
         # Batches of similar length, cut to their longest row: one replica
-        # only (replicas in one step would get different shapes).
-        dataset = recipe.dataset(train_source, cfg.global_batch_size, model_config,
-                                 start_batch=step, length_grouping=cfg.length_grouping)
+        # only (replicas in one step would get different shapes). Autotuning
+        # off: ELMo's language model is not a `KerasStrategyFixes` model.
+        dataset = without_autotune_thread(recipe.dataset(
+            train_source, cfg.global_batch_size, model_config, start_batch=step,
+            length_grouping=cfg.length_grouping))
     else:
         dataset = strategy.distribute_datasets_from_function(dataset_fn)
     saver = CheckpointEveryEpoch(checkpoint, interval)
