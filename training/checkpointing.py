@@ -173,10 +173,3 @@ class CheckpointEveryEpoch(keras.callbacks.Callback):
         if self.bad_loss is None:
             self.batches = (epoch + 1) * self.steps_per_epoch
             self.checkpoint.save(self.batches)
-
-
-def checkpoint_interval(total_steps, requested):
-    """The largest interval <= `requested` that divides `total_steps`
-    (`fit` epochs are checkpoint intervals, all of one length)."""
-    requested = max(1, min(requested, total_steps))
-    return max(d for d in range(1, requested + 1) if total_steps % d == 0)

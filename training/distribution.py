@@ -3,8 +3,8 @@
 import json
 import os
 
-import tensorflow as tf
-
+# TensorFlow is imported where a strategy is made: the flag checks read
+# `STRATEGIES` before anything heavy, so a bad flag stops in a moment.
 STRATEGIES = ("auto", "cpu", "mirrored", "multi_worker", "tpu")
 
 
@@ -16,6 +16,8 @@ def make_strategy(name="auto", tpu=""):
     logical CPU devices on a host without GPUs. tpu: `TPUClusterResolver(tpu=...)`
     ("local" on Colab / Cloud TPU VMs). multi_worker: reads `TF_CONFIG`.
     """
+    import tensorflow as tf
+
     if name not in STRATEGIES:
         raise ValueError(f"Unknown strategy {name!r}. Use one of {', '.join(STRATEGIES)}.")
     if name == "auto":
@@ -49,6 +51,8 @@ def make_strategy(name="auto", tpu=""):
 
 
 def _tpu_strategy(tpu):
+    import tensorflow as tf
+
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         tf.config.experimental_connect_to_cluster(resolver)

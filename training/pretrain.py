@@ -247,10 +247,10 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
     from tf_records.reader import read_manifest
     from training.checkpointing import CheckpointEveryEpoch
     from training.checkpointing import TrainingCheckpoint
-    from training.checkpointing import checkpoint_interval
     from training.distribution import replicas_batch
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
+    from training.pretrain_common import checkpoint_interval
     from training.train_log import TrainingLog
 
     replicas_batch(strategy, cfg.global_batch_size)  # checks divisibility

@@ -61,7 +61,7 @@ def check_flags(cfg):
 
     check_one_of(cfg, "strategy", STRATEGIES)
     check_one_of(cfg, "optimizer", OPTIMIZERS)
-    from training.checkpointing import checkpoint_interval
+    from training.pretrain_common import checkpoint_interval
 
     total = cfg.num_train_steps * cfg.gradient_accumulation_steps
     interval = checkpoint_interval(

@@ -7,6 +7,13 @@ import os
 import time
 
 
+def checkpoint_interval(total_steps, requested):
+    """The largest interval <= `requested` that divides `total_steps`
+    (`fit` epochs are checkpoint intervals, all of one length)."""
+    requested = max(1, min(requested, total_steps))
+    return max(d for d in range(1, requested + 1) if total_steps % d == 0)
+
+
 def say(message):
     print(message, flush=True)
 
