@@ -46,7 +46,7 @@ def _dropout(x, seed, threshold, scale):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class FastDropout(keras.layers.Layer):
-    """Inverted dropout whose random draws cost a tenth of `keras.layers.Dropout`'s on CPU.
+    """Inverted dropout drawing by a counter-based hash, fused in one pass on CPU.
 
     `keras.layers.Dropout` draws one float per element from TensorFlow's
     Philox generator, then masks and scales in separate kernels, and keeps
