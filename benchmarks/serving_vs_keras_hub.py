@@ -161,6 +161,8 @@ def main(argv):
     config = preset(FLAGS.preset).replace(vocab_size=30522)
     keras.utils.set_random_seed(0)
     with tempfile.TemporaryDirectory() as folder:
+        # `kept` holds each loaded SavedModel: its signatures (in `served`)
+        # need the object alive.
         kept, served = {}, {}
         for name, export in (("ours", export_ours), ("keras_hub", export_keras_hub)):
             kept[name], served[name] = export(folder, config)
