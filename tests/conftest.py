@@ -10,9 +10,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # two concurrent main jobs (1,000 steps) took 172 s with one op thread
 # each against 191 s with two. Results are the same (the losses equal to
 # the last digit).
-_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-os.environ.setdefault(
-    "TF_NUM_INTRAOP_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+# Only in a worker: the controller's environment is every worker's start.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    _WORKERS = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault(
+        "TF_NUM_INTRAOP_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
