@@ -3,18 +3,18 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# One TensorFlow op thread pool per core, not per process: under `-n 2`
-# each of the two workers (and every command it runs, which inherits the
-# environment) would otherwise size its pool to both cores, and four busy
-# threads on two cores spend their time waiting for each other. Measured:
-# two concurrent main jobs (1,000 steps) took 172 s with one op thread
-# each against 191 s with two. Results are the same (the losses equal to
-# the last digit).
-# Only in a worker: the controller's environment is every worker's start.
+# Each pytest-xdist worker gets its share of the cores for TensorFlow's op
+# threads (1 under `-n 2` on 2 cores), and so does every command it runs,
+# which inherits the environment. Left alone, each worker sized its pool to
+# all the cores, and four busy threads on two cores waited on each other.
+# Measured: two concurrent main jobs (1,000 steps) took 172 s with one op
+# thread each against 191 s with two, with equal losses to the last digit.
+# Set in workers only: the controller's environment is every worker's start.
 if "PYTEST_XDIST_WORKER" in os.environ:
-    _WORKERS = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
-    os.environ.setdefault(
-        "TF_NUM_INTRAOP_THREADS", str(max(1, len(os.sched_getaffinity(0)) // _WORKERS)))
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(
+        max(1, _CORES // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
