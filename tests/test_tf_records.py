@@ -191,8 +191,8 @@ def test_same_output_with_one_and_two_workers(corpus, tmp_path):
 
 
 def test_one_block_is_written_without_starting_workers(corpus, tmp_path, monkeypatch):
-    """Workers import TensorFlow each: a corpus of one block is written in
-    this process whatever `num_workers` says; two blocks start the pool."""
+    """A pool costs a start-up per worker: a corpus of one block is written
+    in this process whatever `num_workers` says; two blocks start the pool."""
     import tf_records.writer as writer
 
     class PoolStarted(Exception):
@@ -210,6 +210,57 @@ def test_one_block_is_written_without_starting_workers(corpus, tmp_path, monkeyp
         write_pretraining_data(
             [corpus], VOCAB, str(tmp_path / "four"), InstanceConfig(),
             WriterConfig(dupe_factor=1, documents_per_block=100, num_workers=2), progress=False)
+
+
+def test_workers_import_no_tensorflow(corpus, tmp_path):
+    """A pool worker (`_tensorflow_free_worker`, then `_write_block`) writes
+    its block's shard without importing TensorFlow or Keras, and the shard
+    equals the one this process writes with TensorFlow loaded."""
+    import tf_records.writer as writer
+    from tf_records.writer import read_documents
+
+    block = list(read_documents([corpus]))[:100]
+    (tmp_path / "worker").mkdir()
+    (tmp_path / "here").mkdir()
+
+    def job(folder):
+        return (3, (block, [(corpus, 1)] * len(block)), VOCAB, str(tmp_path / folder),
+                InstanceConfig(), WriterConfig(dupe_factor=2))
+
+    script = textwrap.dedent(f"""
+        import sys
+        from tf_records.instances import InstanceConfig
+        from tf_records.writer import WriterConfig, _tensorflow_free_worker, _write_block
+        _tensorflow_free_worker()
+        shard = _write_block({job("worker")!r})
+        print(shard["sha256"], shard["records"])
+        print(sorted(m for m in ("tensorflow", "keras", "tensorflow_text") if m in sys.modules))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 0, result.stderr[-3000:]
+    shard, modules = result.stdout.strip().splitlines()
+    assert modules == "[]"
+    here = writer._write_block(job("here"))
+    assert shard == f"{here['sha256']} {here['records']}" and here["records"] > 100
+
+
+def test_tfrecord_file_equals_tensorflows_writer(tmp_path):
+    """`tf_records.tfrecord_file` writes `tf.io.TFRecordWriter`'s bytes (the
+    length, the data and their masked CRC-32Cs), and TensorFlow reads them
+    back with its checksums checked."""
+    from tf_records.tfrecord_file import write_tfrecord_file
+
+    rng = np.random.default_rng(0)
+    records = [b"", b"\x00", b"x" * 255] + [rng.bytes(int(n)) for n in rng.integers(1, 5000, 60)]
+    records.append(rng.bytes(300_000))
+    ours, theirs = str(tmp_path / "ours.tfrecord"), str(tmp_path / "theirs.tfrecord")
+    assert write_tfrecord_file(ours, records) == len(records)
+    with tf.io.TFRecordWriter(theirs) as writer:
+        for record in records:
+            writer.write(record)
+    assert open(ours, "rb").read() == open(theirs, "rb").read()
+    assert [r.numpy() for r in tf.data.TFRecordDataset(ours)] == records
 
 
 def test_manifest_and_reader_feed_fit(written):
