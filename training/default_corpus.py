@@ -10,6 +10,7 @@ document never lands on both sides.
 """
 
 import ast
+import collections
 import functools
 import hashlib
 import os
@@ -36,23 +37,43 @@ def _sentences(text):
     return out
 
 
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+# The fields that hold statements: a class or function is a statement, so
+# none is ever below an expression.
+_STATEMENT_FIELDS = {"body", "orelse", "finalbody", "handlers", "cases"}
+
+
 def _docstrings(path):
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=path)
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+    yield from _tree_docstrings(tree)
+
+
+def _tree_docstrings(tree):
+    """The docstrings of `tree`'s module, classes and functions in `ast.walk`'s
+    order (breadth first, fields in order), without walking expressions:
+    `ast.walk` visits every node, 3 s of the 5.5 s this corpus took."""
+    queue = collections.deque([tree])
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, _DOCUMENTED):
             doc = ast.get_docstring(node)
             if doc:
                 yield doc
+        for field in node._fields:
+            if field in _STATEMENT_FIELDS:
+                children = getattr(node, field)
+                if isinstance(children, list):  # IfExp's and Lambda's `body` is an expression
+                    queue.extend(children)
 
 
 def default_documents(min_words=20):
     """Lists of sentences, in a fixed order (sorted files, then pydoc topics).
 
-    Parsed once per process (~2.5 s on 2 cores); later calls get a fresh
+    Parsed once per process (about 2 s); later calls get a fresh
     copy of that result (Table 5 reads the corpus, then builds its tasks
     from the same documents).
     """
