@@ -90,6 +90,34 @@ def test_ner_end_to_end_with_windows(tmp_path):
     assert [w[0] for w in words] == [s[0] for s in source]  # every word, windows merged
 
 
+def test_scores_are_reused_only_while_the_weights_are_unchanged(monkeypatch):
+    """The predictions written after `fit` reuse the last epoch's dev scores:
+    `finetune_tasks._predict` runs `predict` once for the same input and
+    weights, again after any weight changes or for another input, and
+    hands out copies (a caller changing its scores changes no one else's)."""
+    import keras
+
+    from training.finetune_tasks import _predict
+
+    inputs = keras.Input((3,))
+    dense = keras.layers.Dense(2)
+    model = keras.Model(inputs, dense(inputs))
+    calls = []
+    predict = model.predict
+    monkeypatch.setattr(model, "predict", lambda *a, **k: calls.append(1) or predict(*a, **k))
+    x = np.random.default_rng(0).random((5, 3)).astype("float32")
+    first = _predict(model, x, 2)
+    again = _predict(model, x, 2)
+    assert len(calls) == 1 and np.array_equal(first, again) and again is not first
+    again[0, 0] = 99.0
+    assert _predict(model, x, 2)[0, 0] == first[0, 0] and len(calls) == 1
+    dense.bias.assign([1.0, -1.0])
+    moved = _predict(model, x, 2)
+    assert len(calls) == 2 and np.allclose(moved, first + [1.0, -1.0])
+    _predict(model, x.copy(), 2)
+    assert len(calls) == 3
+
+
 def test_bad_input_names_file_and_line(tmp_path):
     folder = tmp_path / "MRPC"
     shutil.copytree(os.path.join(DATA, "glue", "MRPC"), folder)

@@ -31,7 +31,9 @@ The data and metrics live in `tasks/`; this file only wires them together.
 """
 
 import glob
+import hashlib
 import os
+import weakref
 
 import numpy as np
 
@@ -91,14 +93,41 @@ def check_rows(count, path, split, skipped=0, what="examples"):
                          "remove the file.")
 
 
+# model -> {id(x): (x, batch_size, weights fingerprint, outputs)}: the last
+# scores of each input, reused while the weights are the ones that made
+# them (the predictions written after `fit` are the last epoch's dev scores,
+# not a second pass over dev). Entries go with their model.
+_LAST_SCORES = weakref.WeakKeyDictionary()
+
+
+def _weights_fingerprint(model):
+    """A digest of every weight's value (trainable or not)."""
+    import keras
+
+    digest = hashlib.blake2b(digest_size=16)
+    for variable in model.weights:
+        digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(variable)).view(np.uint8))
+    return digest.digest()
+
+
 def _predict(model, x, batch_size):
+    """`model.predict(x)`, or the outputs of the last call on this `x` object
+    while `model`'s weights are unchanged (about a tenth of a second for
+    MiniLM's 90 MB to fingerprint, against seconds for a dev pass)."""
     import keras
 
     from training.progress import batch_progress
 
+    fingerprint = _weights_fingerprint(model)
+    scores = _LAST_SCORES.setdefault(model, {})
+    last = scores.get(id(x))
+    if last is not None and last[0] is x and last[1:3] == (batch_size, fingerprint):
+        return keras.tree.map_structure(np.copy, last[3])  # a caller may change its copy
     rows = len(next(iter(keras.tree.flatten(x))))
-    return model.predict(x, batch_size=batch_size, verbose=0, callbacks=[
+    outputs = model.predict(x, batch_size=batch_size, verbose=0, callbacks=[
         batch_progress("Scoring", total=-(-rows // batch_size))])
+    scores[id(x)] = (x, batch_size, fingerprint, keras.tree.map_structure(np.copy, outputs))
+    return outputs
 
 
 def _write_lines(path, lines):
