@@ -171,6 +171,28 @@ def test_gelu_custom_gradient_matches_autodiff(name, approximate):
     np.testing.assert_allclose(tape.gradient(y, x), 3.0 * reference_grad, atol=3e-5)
 
 
+@pytest.mark.parametrize("name,approximate", [("gelu", False), ("gelu_tanh", True)])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_gelu_is_float32_gelu_rounded_once(name, approximate, dtype):
+    """Half-precision GELU is computed in float32 and rounded once (exact to
+    the last bit against that), keeping its dtype and its gradient."""
+    import tensorflow as tf
+
+    x = tf.cast(tf.constant(np.linspace(-6, 6, 1001, dtype="float32")), dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        ours = get_activation(name)(x)
+    expected = tf.cast(tf.nn.gelu(tf.cast(x, "float32"), approximate=approximate), dtype)
+    assert ours.dtype == dtype
+    np.testing.assert_array_equal(ours.numpy().astype("float32"), expected.numpy().astype("float32"))
+    x32 = tf.cast(x, "float32")
+    with tf.GradientTape() as tape32:
+        tape32.watch(x32)
+        reference = tf.nn.gelu(x32, approximate=approximate)
+    np.testing.assert_allclose(tape.gradient(ours, x).numpy().astype("float32"),
+                               tape32.gradient(reference, x32), atol=2e-2)
+
+
 @pytest.mark.parametrize("shape", [(40, 50, 64), (3, 7, 37)])
 def test_fast_dropout_rate_scale_and_inference(shape):
     layer = FastDropout(0.1, seed=3)

@@ -36,14 +36,24 @@ def _gelu_tanh_grad(x, dy):
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
 
 
+def _gelu_forward(x, approximate):
+    """`tf.nn.gelu`; half-precision inputs are computed in float32 and
+    rounded once. TensorFlow's CPU kernels evaluate erf/tanh of bfloat16
+    element by element: on (4096, 2048) bfloat16 the float32 round trip
+    took 19-23 ms against 37-40 ms (2 cores), and is the more exact."""
+    if x.dtype in (tf.bfloat16, tf.float16):
+        return tf.cast(tf.nn.gelu(tf.cast(x, tf.float32), approximate=approximate), x.dtype)
+    return tf.nn.gelu(x, approximate=approximate)
+
+
 @tf.custom_gradient
 def _gelu_exact(x):
-    return tf.nn.gelu(x, approximate=False), lambda dy: _gelu_grad(x, dy)
+    return _gelu_forward(x, approximate=False), lambda dy: _gelu_grad(x, dy)
 
 
 @tf.custom_gradient
 def _gelu_approximate(x):
-    return tf.nn.gelu(x, approximate=True), lambda dy: _gelu_tanh_grad(x, dy)
+    return _gelu_forward(x, approximate=True), lambda dy: _gelu_tanh_grad(x, dy)
 
 
 def gelu(x):
