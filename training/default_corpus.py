@@ -54,8 +54,8 @@ def _docstrings(path):
 
 def _tree_docstrings(tree):
     """The docstrings of `tree`'s module, classes and functions in `ast.walk`'s
-    order (breadth first, fields in order), without walking expressions:
-    `ast.walk` visits every node, 3 s of the 5.5 s this corpus took."""
+    order (breadth first, fields in order), without walking expressions,
+    which `ast.walk` visits too: the corpus took 2.3 s with it, 1.5 s so."""
     queue = collections.deque([tree])
     while queue:
         node = queue.popleft()
