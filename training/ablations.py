@@ -47,6 +47,7 @@ import traceback
 
 from tf_records.input_files import check_output_folder
 from training import console
+from training import keras_extras
 from training.ablation_table import SYSTEMS
 from training.ablation_table import TASKS
 from training.ablation_table import build_table
@@ -355,7 +356,8 @@ def _fine_tune_all(cfg, pretraining):
         from training import ablations  # workers import it by this name, not as __main__
 
         with concurrent.futures.ProcessPoolExecutor(
-                cfg.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                cfg.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=keras_extras.leave_out_of_keras) as pool:
             results = list(pool.map(ablations._run_cell, [config] * len(jobs),
                                     *zip(*jobs)) if jobs else [])
     for (system, task, _), result in zip(jobs, results):
