@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLAGS = flags.FLAGS
 flags.DEFINE_string("baseline", "b889ec7~1",
                     "Git revision to compare with (default: the main job before length grouping).")
-flags.DEFINE_integer("rounds", 1, "Runs of each side, alternating, baseline first.")
+flags.DEFINE_integer("rounds", 1, "Runs of each side, alternating, baseline first.", lower_bound=1)
 
 _TRAINING = re.compile(r"^Training .* for (\d+) batches of (\d+) ")
 
@@ -90,8 +90,11 @@ def _run_main_job(checkout):
 
 def main(argv):
     del argv
-    revision = subprocess.run(["git", "rev-parse", "--short", FLAGS.baseline], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
+    found = subprocess.run(["git", "rev-parse", "--short", "--verify", FLAGS.baseline + "^{commit}"],
+                           cwd=ROOT, capture_output=True, text=True)
+    if found.returncode:
+        raise SystemExit(f"--baseline={FLAGS.baseline!r} names no commit of {ROOT}")
+    revision = found.stdout.strip()
     worktree = tempfile.mkdtemp(prefix=f"baseline_{revision}_")
     subprocess.run(["git", "worktree", "add", "--detach", worktree, revision], cwd=ROOT, check=True,
                    capture_output=True)
