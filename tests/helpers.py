@@ -55,3 +55,16 @@ def write_docstring_corpus(path, modules, documents, max_sentences, seed=0):
         lines += list(rng.choice(sentences, rng.integers(2, max_sentences))) + [""]
     path.write_text("\n".join(lines), encoding="utf-8")
     return str(path)
+
+
+def free_ports(n):
+    """`n` free localhost ports, for a TF_CONFIG cluster of `n` workers."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 from helpers import CPP_LOG_LINE
 from helpers import console_noise
+from helpers import free_ports
 from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertBackbone
@@ -327,18 +328,6 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     assert (export / "pretrainer.keras").exists()
 
 
-def _free_ports(n):
-    import socket
-
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("localhost", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 _MIRRORED_SCRIPT = textwrap.dedent("""
     import sys
     import tensorflow as tf
@@ -397,7 +386,7 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
                           "mirrored x2")
 
     shared = str(tmp_path / "multi")
-    cluster = {"worker": [f"localhost:{p}" for p in _free_ports(2)]}
+    cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
     procs = []
     for index in range(2):
         env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,

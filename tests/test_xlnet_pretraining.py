@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import free_ports
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.xlnet import XLNetBackbone
@@ -94,8 +95,7 @@ def test_config_file_memory_is_kept(tmp_path):
     ({"ablation": "ltr"}, "is an option of BERT"),
     ({"input_format": "full_sentences"}, "is an option of BERT's records"),
     ({"preset": "mini"}, "is not an XLNet size"),
-    ({"strategy": "multi_worker"}, "XLNet trains on one device or with --strategy=mirrored"),
-    ({"strategy": "tpu"}, "XLNet trains on one device"),
+    ({"strategy": "tpu"}, "XLNet trains on one device, .* not tested on TPUs"),
     ({"max_seq_length": 6}, "must exceed `reuse_len \\+ 3`"),
     ({"max_seq_length": 65}, "must also divide the other 33 tokens"),
     ({"max_predictions_per_seq": 70}, "too many"),
@@ -200,6 +200,53 @@ def test_mirrored_batches_split_each_stream_batch_in_order(tmp_path):
     resumed = _batches(recipe.dataset(str(tmp_path / "rec"), 2, config, start_batch=2), 2)
     np.testing.assert_array_equal(resumed[0][1], halves[2][1])
     np.testing.assert_array_equal(resumed[1][0]["perm_mask"], halves[3][0]["perm_mask"])
+
+
+def test_worker_pipelines_keep_their_own_streams(tmp_path):
+    """Under several workers (input pipelines), pipeline i keeps streams
+    i * B / N .. of every batch, permuted as in one pipeline: side by side,
+    the pipelines' batches are the one pipeline's, from any start batch,
+    with several replicas per worker, and in one pass (equal counts)."""
+    schema = XLNetRecordSchema(seq_len=16, reuse_len=8, batch_size=4, num_predict=3)
+    _write(tmp_path / "rec", _documents(0, 60, 50), schema, 50, tmp_path)
+    source = str(tmp_path / "rec")
+    recipe = _recipe(input=source, global_batch_size=4, preset="debug")
+    config = recipe.model_config(50)
+    whole = _batches(recipe.dataset(source, 4, config), 4)
+
+    def pipeline(i, batch_size, replicas, **kwargs):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=i,
+                                             num_replicas_in_sync=replicas)
+        return recipe.dataset(source, batch_size, config, input_context=context, **kwargs)
+
+    for i in range(2):
+        mine = _batches(pipeline(i, 2, 2), 4)  # one replica per worker: 2 streams each
+        quarters = _batches(pipeline(i, 1, 4), 8)  # two replicas per worker: 1 stream each
+        for t in range(4):
+            rows = slice(2 * i, 2 * i + 2)
+            for name in whole[t][0]:
+                np.testing.assert_array_equal(mine[t][0][name], whole[t][0][name][rows])
+                for r in range(2):
+                    np.testing.assert_array_equal(quarters[2 * t + r][0][name],
+                                                  whole[t][0][name][2 * i + r:2 * i + r + 1])
+            np.testing.assert_array_equal(mine[t][1], whole[t][1][rows])
+            np.testing.assert_array_equal(mine[t][2], whole[t][2][rows])
+        resumed = _batches(pipeline(i, 1, 4, start_batch=3), 2)  # 1.5 steps in
+        np.testing.assert_array_equal(resumed[0][0]["perm_mask"], quarters[3][0]["perm_mask"])
+        np.testing.assert_array_equal(resumed[1][1], quarters[4][1])
+    one_pass = [list(xlnet_pretraining_dataset(
+        source, 4, repeat=False, start_batch=1,
+        input_context=tf.distribute.InputContext(2, i, 2))) for i in range(2)]
+    alone = list(xlnet_pretraining_dataset(source, 4, repeat=False, start_batch=1))
+    assert len(one_pass[0]) == len(one_pass[1]) == len(alone) > 3
+    for a, b, c in zip(*one_pass, alone):
+        np.testing.assert_array_equal(np.concatenate([a[1], b[1]]), c[1])
+    with pytest.raises(ValueError, match="holds 4 interleaved streams, which do not split "
+                                         "between 3 input pipelines"):
+        xlnet_pretraining_dataset(source, 4, input_context=tf.distribute.InputContext(3, 0, 3))
+    with pytest.raises(SystemExit, match="do not split into 2 input pipeline\\(s\\) of "
+                                         "per-replica batches of 4"):
+        pipeline(0, 4, 1)
 
 
 def test_target_counts_are_the_readers_targets(tmp_path):
@@ -437,6 +484,7 @@ def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
         assert resolved.vocab_file == str(export / "spiece.model")
 
     _check_mirrored_matches(text, tmp_path, straight_losses, weights)
+    _check_multi_worker_matches(straight, tmp_path, straight_losses, weights)
 
 
 def _check_mirrored_matches(text, tmp_path, losses_one, weights_one):
@@ -473,6 +521,42 @@ def _check_mirrored_matches(text, tmp_path, losses_one, weights_one):
     # on weights with near-zero gradients; 6 steps bound a difference by
     # ~1.2e-2. Measured: mean 4.8e-5 to 1.1e-4, max 2.0e-3 to 3.7e-3.
     assert diffs.mean() < 3e-4 and diffs.max() < 1e-2
+
+
+def _check_multi_worker_matches(straight, tmp_path, losses_one, weights_one):
+    """MultiWorkerMirroredStrategy on 2 worker processes (localhost,
+    TF_CONFIG) from the one-device run's records: each worker reads every
+    record and keeps its 2 of the 4 streams, and its replica carries their
+    memory. The same losses and weights as one device, up to the per-replica
+    mean (see `_check_mirrored_matches`)."""
+    data = straight / "data"
+    records = (str(data / "train_xlnet_records"), str(data / "heldout_xlnet_records"))
+    shared = tmp_path / "multi_worker"
+    cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
+    procs = []
+    for index in range(2):
+        env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
+                                              "task": {"type": "worker", "index": index}}))
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "training.pretrain",
+             *_args(shared, records, "--strategy=multi_worker",
+                    f"--vocab_file={data / 'xlnet_vocab' / 'spiece.model'}", *_STRAIGHT_FLAGS)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    for index, (out, _) in enumerate(outputs):
+        assert (f"Input pipeline {index} of 2 keeps streams {2 * index}-{2 * index + 1} of 4 "
+                "(reading every record)") in out, out
+    assert "on 2 replica(s)" in outputs[0][0] and "Worker worker-1 done: 6 batches." in outputs[1][0]
+    losses = _logged_losses(outputs[0][0])
+    weights = _trained_weights(shared)[1]
+    np.testing.assert_allclose(losses, losses_one, rtol=3e-3)
+    diffs = np.concatenate([np.abs(a - b).ravel() for a, b in zip(weights, weights_one)])
+    print(f"2 workers vs one device: losses {losses} vs {losses_one}, weight difference mean "
+          f"{diffs.mean():.2e} max {diffs.max():.2e}")
+    assert diffs.mean() < 3e-4 and diffs.max() < 1e-2
+    assert np.isfinite(_summary(shared)["perplexity"])
 
 
 @pytest.mark.slow(seconds=180)

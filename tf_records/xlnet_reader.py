@@ -6,7 +6,9 @@ continues row k of batch t, which is what makes the Transformer-XL memory
 carried from batch to batch meaningful. Each record gets its local
 permutation when read (`xlnet_permutation`), a new one every pass, from a
 stateless seed `(seed, record index)`: `start_batch=k` gives exactly the
-stream from batch k on. The same manifest checks as the other readers
+stream from batch k on. Several input pipelines (one per worker) each
+keep their own streams, B / N rows of every batch. The same manifest
+checks as the other readers
 (framing and counts always, sha256 on request). Records written by the
 original `data_utils.py` are read from a file pattern with an explicit
 schema.
@@ -74,6 +76,10 @@ def xlnet_features_dataset(
         raise ValueError(f"{folder}: {records_per_pass} records, fewer than one batch of "
                          f"{batch_size}.")
     first_record = start_batch * batch_size
+    pipelines, pipeline = 1, 0
+    if input_context is not None:
+        pipelines, pipeline = input_context.num_input_pipelines, input_context.input_pipeline_id
+    rows = batch_size // pipelines  # this pipeline's streams: rows [pipeline * rows, + rows)
     spec = schema.feature_spec()
     file_names = tf.constant(files)
 
@@ -89,6 +95,13 @@ def xlnet_features_dataset(
     else:
         ds = one_pass(0).skip(first_record)
     ds = ds.enumerate(start=first_record)  # the record's place in the stream: its seed
+    if pipelines > 1:
+        if not repeat:  # whole batches only: every pipeline gets as many
+            ds = ds.take((records_per_pass - first_record) // batch_size * batch_size)
+        # Every pipeline reads every record and keeps its own streams' rows
+        # (cheap: only the kept ones are parsed and permuted). Filtered
+        # after `enumerate`, a record keeps its place, so its permutation.
+        ds = ds.filter(lambda index, record: (index % batch_size) // rows == pipeline)
 
     def parse(index, record):
         features = tf.io.parse_single_example(record, spec)
@@ -96,7 +109,7 @@ def xlnet_features_dataset(
                               schema.cls_id, tf.stack([tf.cast(seed, tf.int64), index]))
 
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    ds = ds.batch(batch_size, drop_remainder=True)  # memory needs a fixed batch (row k: stream k)
+    ds = ds.batch(rows, drop_remainder=True)  # memory needs a fixed batch (row k: stream k)
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             max(0, records_per_pass - first_record) // batch_size))
@@ -143,8 +156,11 @@ def xlnet_pretraining_dataset(
         repeat: bool. Repeat forever (training) or one pass.
         model_config: optional config with `vocab_size` to check the data
             against.
-        input_context: must be None or a single pipeline: the streams
-            cannot be split between pipelines.
+        input_context: optional `tf.distribute.InputContext`. With N input
+            pipelines (one per worker), pipeline i reads every record but
+            keeps streams i * B / N .. (i + 1) * B / N - 1 (batches of
+            B / N rows), each record permuted as in one pipeline: the N
+            pipelines' batches side by side are the one pipeline's.
         verify_checksums: bool. Check every shard's sha256 first (record
             framing and counts are always checked).
 
@@ -211,11 +227,11 @@ def _check_arguments(schema, folder, batch_size, perm_size, num_predict, shuffle
             shuffle_buffer < 0):
         raise ValueError(f"`shuffle_buffer` must be an integer >= 0. Received: "
                          f"shuffle_buffer={shuffle_buffer!r}.")
-    if input_context is not None and input_context.num_input_pipelines > 1:
+    if input_context is not None and batch_size % input_context.num_input_pipelines:
         raise ValueError(
-            f"XLNet's streams cannot be split between {input_context.num_input_pipelines} input "
-            "pipelines: read them in one pipeline (the batch is split between replicas in "
-            "order, replica by replica, as the records were laid out for --num_cores).")
+            f"{folder} holds {batch_size} interleaved streams, which do not split between "
+            f"{input_context.num_input_pipelines} input pipelines (each keeps B / N whole "
+            "streams, row k of a batch continuing row k of the one before).")
 
 
 def target_counts(source, vocab_size, schema=None):

@@ -84,7 +84,7 @@ HELP = {
              "LM through one softmax; one replica only) or xlnet (XLNet: a SentencePiece "
              "model, XLNet's records of streams with span masking, the permutation LM with "
              "two-stream attention and Transformer-XL memory carried across batches; one "
-             "device or mirrored).",
+             "device, mirrored or multi_worker).",
     "ablation": "BERT's Table 5 ablations: '' (MLM + NSP), no_nsp (MLM only), ltr (LTR & No NSP: "
                 "causal mask, next-token loss on every position, from the same records).",
     "input": "Text files/globs (comma-separated; one sentence per line, blank line between "
@@ -286,7 +286,10 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
     def dataset_fn(context):
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
         sharded = context.num_input_pipelines > 1
-        if sharded and (os.path.isdir(train_source) or train_source.endswith(".json")):
+        if sharded and hasattr(recipe, "pipeline_streams"):  # XLNet: streams, not files
+            say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
+                f"{recipe.pipeline_streams(train_source, context)}")
+        elif sharded and (os.path.isdir(train_source) or train_source.endswith(".json")):
             files = [s["file"] for s in read_manifest(train_source)["shards"]]
             mine, _ = pipeline_share(files, None, context)
             say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "

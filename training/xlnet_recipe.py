@@ -37,17 +37,21 @@ by pattern, whose lengths are then the flags') the records' own lengths
 are used and `--global_batch_size` must equal their streams.
 
 Memory and strategies: the memory is a variable of `XLNetPretrainer`, one
-row per stream, no gradient. One device, or `MirroredStrategy` (each
-replica keeps its own rows: replica r holds streams r * B / R .. of every
-batch, the split of one batch in order). `MultiWorkerMirroredStrategy`
-(the streams cannot be split between input pipelines) and TPUs are
-refused. Resume: the checkpoints hold the memory, so a resumed run on one
+row per stream, no gradient. One device, `MirroredStrategy` or
+`MultiWorkerMirroredStrategy`: each replica keeps its own rows, replica r
+of R holding streams r * B / R .. (r + 1) * B / R - 1 of every batch, the
+split of one batch in order. Each worker's input pipeline reads every
+record and keeps its replicas' streams only (`xlnet_reader`), so R
+replicas on any number of workers see the one device's batches, row for
+row and permutation for permutation (tested against one device with 2
+workers). TPUs are refused: the per-replica memory is untested there.
+Resume: the checkpoints hold the memory, so a resumed run on one
 device continues every stream exactly where it stopped (tested: bit-exact
-with the uninterrupted run). Under `MirroredStrategy` a checkpoint holds
+with the uninterrupted run). With several replicas a checkpoint holds
 replica 0's copy only (`tf.distribute` saves one copy of a per-replica
-variable and restores it to every replica), so a resumed mirrored run
-starts from zero memory, as every run starts, rather than give replica r
-replica 0's rows.
+variable and restores it to every replica), so a resumed run on several
+replicas starts from zero memory, as every run starts, rather than give
+replica r replica 0's rows.
 
 Export (`--output_dir/export`): a Hugging Face xlnet folder
 (`config.json`, `model.safetensors` of an `XLNetLMHeadModel`,
@@ -121,18 +125,16 @@ class XLNetRecipe:
                       else _preset_config(preset))
         except (ValueError, OSError) as e:
             raise SystemExit(f"--config_file={cfg.config_file}: {e}") from None
-        if cfg.strategy in ("multi_worker", "tpu"):
+        if cfg.strategy == "tpu":
             raise SystemExit(
-                f"--strategy={cfg.strategy}: XLNet trains on one device or with "
-                "--strategy=mirrored. Its B streams are read in order by one input pipeline "
-                "(row k of a batch continues row k of the one before, for the memory) and "
-                "split between the replicas of one host; multi-worker input pipelines would cut "
-                "the streams, and the memory kept per replica is not tested on TPUs.")
-        if cfg.strategy == "mirrored" and config.bi_data:
+                "--strategy=tpu: XLNet trains on one device, --strategy=mirrored or "
+                "--strategy=multi_worker. The memory each replica keeps for its streams (row k "
+                "of a batch continues row k of the one before) is not tested on TPUs.")
+        if cfg.strategy in ("mirrored", "multi_worker") and config.bi_data:
             raise SystemExit(
-                "--strategy=mirrored with bi_data=True: each replica's half of the batch must "
-                "hold forward and backward rows, which the records lay out for one replica here. "
-                "Train bi_data on one device.")
+                f"--strategy={cfg.strategy} with bi_data=True: each replica's share of the batch "
+                "must hold forward and backward rows, which the records lay out for one replica "
+                "here. Train bi_data on one device.")
         if cfg.vocab_file:
             from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
 
@@ -303,10 +305,9 @@ class XLNetRecipe:
         from keras_bert_impl.xlnet import XLNetPretrainer
 
         strategy = tf.distribute.get_strategy()
-        if isinstance(strategy, (tf.distribute.TPUStrategy,
-                                 tf.distribute.MultiWorkerMirroredStrategy)):
+        if isinstance(strategy, tf.distribute.TPUStrategy):
             raise ValueError(f"XLNet's pretraining does not run under {type(strategy).__name__}: "
-                             "one device or --strategy=mirrored.")
+                             "one device, --strategy=mirrored or --strategy=multi_worker.")
         config = self.model_config(vocab_size)
         if config.bi_data and strategy.num_replicas_in_sync > 1:
             raise ValueError("bi_data=True needs one replica: the records put the forward and "
@@ -332,7 +333,9 @@ class XLNetRecipe:
 
         A `batch_size` below the records' streams (a replica's share) reads
         whole batches and splits each in order: replica r gets the same
-        rows every step. `start_batch` counts batches of `batch_size`.
+        rows every step. With `input_context`'s N pipelines (workers), this
+        one keeps its replicas' B / N streams. `start_batch` counts
+        batches of `batch_size` of this pipeline.
         """
         del shuffle, length_grouping
         from tf_records.xlnet_reader import xlnet_pretraining_dataset
@@ -341,10 +344,12 @@ class XLNetRecipe:
         if not (os.path.isdir(source) or source.endswith(".json")):
             schema = self.schema  # the original's files: the flags' lengths
         streams = self._streams(source)
-        if streams % batch_size:
+        pipelines = input_context.num_input_pipelines if input_context else 1
+        if streams % (batch_size * pipelines):
             raise SystemExit(f"{source} holds {streams} streams, which do not split into "
-                             f"per-replica batches of {batch_size}.")
-        parts = streams // batch_size
+                             f"{pipelines} input pipeline(s) of per-replica batches of "
+                             f"{batch_size}.")
+        parts = streams // (batch_size * pipelines)  # this pipeline's replicas
         try:
             ds = xlnet_pretraining_dataset(
                 source, streams, seed=self.cfg.seed, schema=schema,
@@ -355,6 +360,13 @@ class XLNetRecipe:
         if parts > 1:
             ds = ds.rebatch(batch_size).skip(start_batch % parts)
         return ds
+
+    def pipeline_streams(self, source, input_context):
+        """What this worker's input pipeline reads, for its first line."""
+        streams = self._streams(source)
+        rows = streams // input_context.num_input_pipelines
+        first = input_context.input_pipeline_id * rows
+        return f"keeps streams {first}-{first + rows - 1} of {streams} (reading every record)"
 
     def _streams(self, source):
         if os.path.isdir(source) or source.endswith(".json"):
