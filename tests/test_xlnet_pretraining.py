@@ -91,6 +91,18 @@ def test_config_file_memory_is_kept(tmp_path):
     assert (config.mem_len, config.reuse_len, recipe.schema.reuse_len) == (12, 8, 8)
 
 
+@pytest.mark.parametrize("strategy", ["mirrored", "multi_worker"])
+def test_bi_data_is_refused_on_several_replicas(strategy, tmp_path):
+    """bi_data's records put a replica's forward and backward rows side by
+    side for one replica: split between replicas they would mismatch."""
+    path = tmp_path / "config.json"
+    xlnet_preset("xlnet_debug").replace(bi_data=True).to_json_file(str(path))
+    with pytest.raises(SystemExit, match=f"--strategy={strategy} with bi_data=True: .* Train "
+                                         "bi_data on one device"):
+        _recipe(config_file=str(path), strategy=strategy)
+    assert _recipe(config_file=str(path)).config.bi_data  # one device: accepted
+
+
 @pytest.mark.parametrize("flags, message", [
     ({"ablation": "ltr"}, "is an option of BERT"),
     ({"input_format": "full_sentences"}, "is an option of BERT's records"),
