@@ -91,6 +91,24 @@ def test_config_file_memory_is_kept(tmp_path):
     assert (config.mem_len, config.reuse_len, recipe.schema.reuse_len) == (12, 8, 8)
 
 
+@pytest.mark.parametrize("model, writer", [("xlnet", "create_xlnet_data"),
+                                           ("gpt", "create_lm_data"),
+                                           ("bert", "create_pretraining_data")])
+def test_multi_worker_from_text_names_the_families_writer(model, writer, tmp_path, monkeypatch):
+    """Workers read TFRecords written once: from text the run stops at once,
+    naming the family's writer, before the output folder is made."""
+    from training.pretrain import run
+
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"worker": ["localhost:1", "localhost:2"]},
+        "task": {"type": "worker", "index": 1}}))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=f"--strategy=multi_worker reads TFRecords .* "
+                                         f"`python -m tf_records.{writer}`"):
+        run(PretrainConfig(model=model, strategy="multi_worker", output_dir=str(out)))
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("strategy", ["mirrored", "multi_worker"])
 def test_bi_data_is_refused_on_several_replicas(strategy, tmp_path):
     """bi_data's records put a replica's forward and backward rows side by

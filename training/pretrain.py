@@ -358,13 +358,15 @@ def run(cfg, explicit=None):
     from training.checkpointing import OutputLock
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
+    if role and not is_tfrecords(cfg.input):
+        writer = {"gpt": "create_lm_data", "xlnet": "create_xlnet_data"}.get(
+            cfg.model, "create_pretraining_data")
+        raise SystemExit("--strategy=multi_worker reads TFRecords (--input=<folder>): write them "
+                         f"once first with `python -m tf_records.{writer}`.")
     try:
         lock = OutputLock(cfg.output_dir, role)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
-    if role and not is_tfrecords(cfg.input):
-        raise SystemExit("--strategy=multi_worker reads TFRecords (--input=<folder>): write them "
-                         "once first with `python -m tf_records.create_pretraining_data`.")
     chief = role in ("", "chief-0", "worker-0")
     if chief:
         _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"))
