@@ -57,7 +57,7 @@ def write_docstring_corpus(path, modules, documents, max_sentences, seed=0):
     return str(path)
 
 
-def free_ports(n):
+def _free_ports(n):
     """`n` free localhost ports, for a TF_CONFIG cluster of `n` workers."""
     import socket
 
@@ -68,6 +68,26 @@ def free_ports(n):
     for s in sockets:
         s.close()
     return ports
+
+
+def run_workers(args, env, cwd, count=2, timeout=900):
+    """`python -m <args>` as `count` workers of one localhost cluster
+    (TF_CONFIG task i for process i), side by side; each one's
+    `(stdout, stderr)`, after checking that every worker exited 0."""
+    import json
+    import subprocess
+    import sys
+
+    cluster = {"worker": [f"localhost:{p}" for p in _free_ports(count)]}
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=dict(env, TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}})))
+        for index in range(count)]
+    outputs = [p.communicate(timeout=timeout) for p in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    return outputs
 
 
 def skip_random_init(monkeypatch):

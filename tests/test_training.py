@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from helpers import CPP_LOG_LINE
 from helpers import console_noise
-from helpers import free_ports
+from helpers import run_workers
 from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertBackbone
@@ -386,19 +386,8 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
                           "mirrored x2")
 
     shared = str(tmp_path / "multi")
-    cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
-    procs = []
-    for index in range(2):
-        env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
-                                              "task": {"type": "worker", "index": index}}))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "training.pretrain",
-             *_pretrain_args(records, shared, strategy="multi_worker", shuffle_buffer=0,
-                             clip_norm=0)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [p.communicate(timeout=900) for p in procs]
-    for proc, (_, err) in zip(procs, outputs):
-        assert proc.returncode == 0, err[-3000:]
+    outputs = run_workers(["training.pretrain", *_pretrain_args(
+        records, shared, strategy="multi_worker", shuffle_buffer=0, clip_norm=0)], ENV, ROOT)
     reads = [[line for line in out.splitlines() if line.startswith("Input pipeline")] for out, _ in outputs]
     assert reads[0] == ["Input pipeline 0 of 2 reads shard-00000.tfrecord, shard-00002.tfrecord"]
     assert reads[1] == ["Input pipeline 1 of 2 reads shard-00001.tfrecord, shard-00003.tfrecord"]

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import free_ports
+from helpers import run_workers
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.xlnet import XLNetBackbone
@@ -562,19 +562,10 @@ def _check_multi_worker_matches(straight, tmp_path, losses_one, weights_one):
     data = straight / "data"
     records = (str(data / "train_xlnet_records"), str(data / "heldout_xlnet_records"))
     shared = tmp_path / "multi_worker"
-    cluster = {"worker": [f"localhost:{p}" for p in free_ports(2)]}
-    procs = []
-    for index in range(2):
-        env = dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster,
-                                              "task": {"type": "worker", "index": index}}))
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "training.pretrain",
-             *_args(shared, records, "--strategy=multi_worker",
-                    f"--vocab_file={data / 'xlnet_vocab' / 'spiece.model'}", *_STRAIGHT_FLAGS)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [p.communicate(timeout=600) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
-        assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    outputs = run_workers(["training.pretrain", *_args(
+        shared, records, "--strategy=multi_worker",
+        f"--vocab_file={data / 'xlnet_vocab' / 'spiece.model'}", *_STRAIGHT_FLAGS)], ENV, ROOT,
+        timeout=600)
     for index, (out, _) in enumerate(outputs):
         assert (f"Input pipeline {index} of 2 keeps streams {2 * index}-{2 * index + 1} of 4 "
                 "(reading every record)") in out, out
