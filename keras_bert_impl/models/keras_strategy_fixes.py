@@ -1,4 +1,4 @@
-"""`KerasStrategyFixes`: Keras 3.15 problems in building, under distribution strategies and at the end of `fit`, worked around.
+"""`KerasStrategyFixes`: Keras 3.15 problems in building, under distribution strategies and at the end of `fit` and `evaluate`, worked around.
 
 Shared by the pretrainers and the fine-tuning models (a mixin placed before
 `keras.Model`). Each model says what its targets look like in
@@ -20,15 +20,18 @@ def _multi_worker():
 def without_autotune_thread(dataset):
     """`dataset` with tf.data's autotuning off, unless its options say otherwise.
 
-    With Keras 3.15 and TensorFlow 2.21, `fit` ends by destroying its
-    iterator, and that waits for the iterator's autotuning thread, which
-    sleeps out its optimization period (doubling up to 60 s) instead of
-    waking: a `fit` of more than a minute or so returned up to a minute
-    late (51 s after 1,000 tiny-BERT steps, measured; iterating the same
-    dataset eagerly does not wait). Without autotuning that thread does not
-    exist; `AUTOTUNE` parallelism takes TensorFlow's default (the cores) and
-    prefetch buffers grow on demand: the same 1,000 steps took 93.0 s vs
-    93.4 s. Other inputs (arrays, distributed datasets) are returned as is.
+    With Keras 3.15 and TensorFlow 2.21, `fit` and `evaluate` end by
+    destroying their iterator, and that waits for the iterator's
+    autotuning thread, which sleeps out its optimization period (doubling
+    up to 60 s) instead of waking: a `fit` of more than a minute or so
+    returned up to a minute late (51 s after 1,000 tiny-BERT steps,
+    measured), an `evaluate` of 7 s of batches 3.1-3.3 s late (0.00 s
+    without autotuning; `predict` returned 0.08-0.13 s after its last batch
+    either way, and iterating the same dataset eagerly does not wait). Without
+    autotuning that thread does not exist; `AUTOTUNE` parallelism takes
+    TensorFlow's default (the cores) and prefetch buffers grow on demand:
+    the same 1,000 steps took 93.0 s vs 93.4 s. Other inputs (arrays,
+    distributed datasets) are returned as is.
     """
     import tensorflow as tf
 
@@ -41,10 +44,14 @@ def without_autotune_thread(dataset):
 
 class KerasStrategyFixes:
     """Builds from input specs, not a consumed batch, before the step is
-    traced; multi-worker logs shaped (1,); `fit` returns when it ends."""
+    traced; multi-worker logs shaped (1,); `fit` and `evaluate` return when
+    they end."""
 
     def fit(self, x=None, *args, **kwargs):
         return super().fit(without_autotune_thread(x), *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        return super().evaluate(without_autotune_thread(x), *args, **kwargs)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         """Builds from the known input structure instead of a real batch.
