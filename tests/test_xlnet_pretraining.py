@@ -171,19 +171,26 @@ def _batches(dataset, count):
     return out
 
 
-def test_fit_carries_the_memory_from_batch_to_batch(tmp_path):
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_fit_carries_the_memory_from_batch_to_batch(tmp_path, jit_compile):
     """Two fit steps at learning rate 0 on the recipe's dataset and model:
     batch 2's loss is the one computed with batch 1's memory (chained
-    backbone calls), and differs from the one with a zero memory."""
+    backbone calls), and differs from the one with a zero memory. Also with
+    the whole step XLA-compiled (static shapes, the memory a variable read
+    and written inside it), as TPUs need."""
     keras.utils.set_random_seed(0)
     schema = XLNetRecordSchema(seq_len=16, reuse_len=8, batch_size=3, num_predict=3)
     _write(tmp_path / "rec", _documents(0, 40, 50), schema, 50, tmp_path)
     recipe = _recipe(input=str(tmp_path / "rec"), global_batch_size=3, preset="debug")
+    # Three of xlnet_debug's six layers: each layer carries its own memory,
+    # and XLA compiles three in about half the time.
+    recipe.config = recipe.config.replace(n_layer=3)
     model, config = recipe.build_model(50)
-    assert (config.mem_len, config.reuse_len) == (8, 8)
+    assert (config.mem_len, config.reuse_len, config.n_layer) == (8, 8, 3)
     for weight in model.backbone.weights:  # order-one activations: memory shows clearly
         weight.assign(np.random.default_rng(1).normal(0, 0.3, weight.shape).astype("float32"))
-    model.compile(optimizer=keras.optimizers.SGD(0.0))
+    model.compile(optimizer=keras.optimizers.SGD(0.0), jit_compile=jit_compile)
+    assert model.jit_compile is jit_compile
     dataset = recipe.dataset(str(tmp_path / "rec"), 3, config)
     losses = []
 
@@ -203,7 +210,7 @@ def test_fit_carries_the_memory_from_batch_to_batch(tmp_path):
         return -(picked * w).sum() / w.sum(), np.asarray(out["new_mems"])
 
     (x1, y1, w1), (x2, y2, w2) = _batches(recipe.dataset(str(tmp_path / "rec"), 3, config), 2)
-    zero = np.zeros((3, 6, 8, 32), "float32")
+    zero = np.zeros((3, 3, 8, 32), "float32")
     first, memory = loss_of(x1, y1, w1, zero)
     carried, memory_2 = loss_of(x2, y2, w2, memory)
     fresh, _ = loss_of(x2, y2, w2, zero)

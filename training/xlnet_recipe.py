@@ -44,7 +44,8 @@ split of one batch in order. Each worker's input pipeline reads every
 record and keeps its replicas' streams only (`xlnet_reader`), so R
 replicas on any number of workers see the one device's batches, row for
 row and permutation for permutation (tested against one device with 2
-workers). TPUs are refused: the per-replica memory is untested there.
+workers). TPUs are refused: the per-replica memory is untested there (the
+step itself, memory carried, compiles under XLA: `--jit_compile`, tested).
 Resume: the checkpoints hold the memory, so a resumed run on one
 device continues every stream exactly where it stopped (tested: bit-exact
 with the uninterrupted run). With several replicas a checkpoint holds
