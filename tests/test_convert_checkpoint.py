@@ -1,17 +1,15 @@
 import os
-import subprocess
-import sys
+
+from forked_python import run_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_convert_bundled_checkpoint_cli(tmp_path):
     """The README's main command, run as a user would."""
-    result = subprocess.run(
-        [sys.executable, "-m", "training.convert_checkpoint", f"--output={tmp_path}",
-         "--output_format=google,keras,hf"],
-        cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-    )
+    result = run_python(["-m", "training.convert_checkpoint", f"--output={tmp_path}",
+                         "--output_format=google,keras,hf"], ROOT,
+                        dict(os.environ, PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("max |difference| = 0.0e+00") == 3, result.stdout
     assert os.path.exists(tmp_path / "google" / "bert_model.ckpt.index")

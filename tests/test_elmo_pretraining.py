@@ -5,13 +5,12 @@ across batches, the overfit test of bilm-tf's tests/test_training.py, and
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import assert_config_round_trip
 from helpers import write_docstring_corpus
 
@@ -397,8 +396,7 @@ def test_elmo_pretrains_end_to_end_and_exports_bilm_tf_files(tmp_path):
     args = [f"--input={train}", f"--heldout_input={heldout}", f"--output_dir={output}",
             "--model=elmo", "--global_batch_size=4", "--max_seq_length=9", "--vocab_size=300",
             "--num_train_steps=6", "--checkpoint_every_steps=3", "--log_every_steps=3"]
-    result = subprocess.run([sys.executable, "-m", "training.pretrain", *args], cwd=ROOT,
-                            env=ENV, capture_output=True, text=True, timeout=600)
+    result = run_python(["-m", "training.pretrain", *args], ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Training elmo_tiny ELMo" in result.stdout
     with open(output / "summary.json") as f:

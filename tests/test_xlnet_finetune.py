@@ -4,13 +4,12 @@ import csv
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import assert_config_round_trip
 from helpers import assert_keras_save_load_equal
 
@@ -543,17 +542,17 @@ def test_finetune_ner_end_to_end_with_windows(tmp_path, tiny_keras):
     assert (tmp_path / "out" / "export" / "model.keras").exists()
 
 
-@pytest.mark.slow(seconds=20)  # a fresh process: imports TensorFlow again
+@pytest.mark.slow(seconds=20)  # a process of its own
 def test_finetune_swag_from_the_command_line(tmp_path, tiny_keras):
     """`python -m training.finetune --model=xlnet`: cased unless told
     otherwise (XLNet's released models are); multiple choice exports ids only."""
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "training.finetune", "--model=xlnet", "--task=swag",
+    command = ["-m", "training.finetune", "--model=xlnet", "--task=swag",
                f"--data_dir={os.path.join(DATA, 'swag')}", f"--output_dir={out}",
                f"--init_checkpoint={tiny_keras}", f"--vocab_file={SPM}", "--max_seq_length=32",
                "--epochs=1", "--batch_size=4"]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = run_python(command, ROOT, {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                        timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     summary = json.load(open(out / "summary.json"))
     assert summary["config"]["do_lower_case"] is False

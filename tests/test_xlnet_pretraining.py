@@ -8,14 +8,13 @@ import glob
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 from helpers import run_workers
 from helpers import write_docstring_corpus
 
@@ -155,10 +154,8 @@ def test_records_of_another_batch_size_are_refused(tmp_path):
 
 def test_bad_flag_stops_the_command_before_writing(tmp_path):
     output = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-m", "training.pretrain", "--model=xlnet", "--ablation=no_nsp",
-         f"--output_dir={output}"], cwd=ROOT, env=ENV, capture_output=True, text=True,
-        timeout=300)
+    result = run_python(["-m", "training.pretrain", "--model=xlnet", "--ablation=no_nsp",
+                         f"--output_dir={output}"], ROOT, ENV, timeout=300)
     assert result.returncode != 0
     assert "--ablation='no_nsp' is an option of BERT" in result.stderr + result.stdout
     assert not output.exists()
@@ -388,10 +385,8 @@ def _args(output_dir, text, *flags):
 
 
 def _run(args, script=None):
-    command = [sys.executable, "-c", script] if script else [sys.executable, "-m",
-                                                               "training.pretrain"]
-    result = subprocess.run([*command, *args], cwd=ROOT, env=ENV, capture_output=True,
-                            text=True, timeout=600)
+    command = ["-c", script] if script else ["-m", "training.pretrain"]
+    result = run_python([*command, *args], ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result.stdout
 
@@ -595,8 +590,8 @@ def test_main_job_pretrains_past_the_unigram_model(tmp_path):
     (sentencepiece 0.2.1, as pinned): held-out perplexity 83.7 vs 412.3 for
     the unigram model (85.3 with the memory zeroed at every batch), accuracy
     0.259 vs 0.049; 118-154 s (more when the cores are shared)."""
-    result = subprocess.run([sys.executable, "-m", "training.pretrain", "--model=xlnet"],
-                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=1500)
+    result = run_python(["-m", "training.pretrain", "--model=xlnet"], tmp_path, ENV,
+                        timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
     summary = _summary(tmp_path / "pretrain_output")

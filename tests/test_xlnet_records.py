@@ -5,12 +5,11 @@ against the properties of section 4 of the comparison guide."""
 
 import glob
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_python import run_python
 
 from tf_records.reader import read_manifest
 from tf_records.schema import file_sha256
@@ -754,12 +753,11 @@ create_xlnet_data.define_flags()
 app.run(create_xlnet_data.main)
 """
     out = tmp_path / "records"
-    result = subprocess.run(
-        [sys.executable, "-c", stand_in, f"--input_file={corpus}", f"--spm_model_file={model}",
+    result = run_python(
+        ["-c", stand_in, f"--input_file={corpus}", f"--spm_model_file={model}",
          f"--output_dir={out}", "--batch_size=3", f"--seq_len={L}", f"--reuse_len={R}",
          f"--num_predict={P}", "--batches_per_shard=4"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
+        ROOT, dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT), timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     manifest = read_manifest(str(out))
     assert "Wrote" in result.stdout and manifest["documents"] == 40

@@ -2,13 +2,12 @@ import gzip
 import json
 import os
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import sentencepiece
 import tensorflow as tf
+from forked_python import run_python
 from tensorflow.core.protobuf import saved_model_pb2
 
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
@@ -338,9 +337,9 @@ def test_learn_sentencepiece_bad_arguments(tmp_path):
 
 def test_learn_vocab_command_line(tmp_path):
     corpus = _tiny_corpus(tmp_path)
-    command = [sys.executable, "-m", "training.learn_vocab", "--model=xlnet",
+    command = ["-m", "training.learn_vocab", "--model=xlnet",
                f"--input={corpus}", f"--output_dir={tmp_path / 'out'}", "--vocab_size=70"]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    result = run_python(command, ROOT, dict(os.environ, PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "cased;" in result.stdout and "<cls>=3" in result.stdout
     tokenizer = XLNetTokenizer(tmp_path / "out" / "spiece.model")

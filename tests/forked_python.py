@@ -1,0 +1,260 @@
+"""The tests' Python commands, forked from an interpreter that has
+TensorFlow and Keras imported already.
+
+Every command a test ran (`python -m training.pretrain ...`) started a fresh
+interpreter and imported TensorFlow and Keras again: 2.5-2.9 s of one core
+each, measured, before the command did anything, and the suite runs dozens.
+`run_python` hands the command to a server (one per pytest worker and
+environment) that imported them once, and forks a process per command from
+it: a real process, with its own pid, exit status, working folder,
+environment, descriptors and process group, running the module, script or
+`-c` code as `python` would (`__main__`, `sys.argv`, `sys.path[0]`).
+TensorFlow has no threads and no runtime yet when the server forks: its
+eager context, thread pools and devices start in the command's process.
+
+What differs from a fresh interpreter: TensorFlow and Keras are imported
+before the command starts (so TensorFlow's import-time C++ lines are not in
+its stderr), with Keras' scikit-learn and matplotlib extras left out, as
+every one of our commands leaves them out (`training.keras_extras`). Tests
+of exactly those (the console at start-up, what a command imports, a fresh
+process serving a SavedModel) run `subprocess.run` instead.
+
+The server is started with the command's environment, less the variables
+in `PER_COMMAND` (read when used, not at import), so the values TensorFlow
+and Python read at start-up are the command's own; another environment
+gets another server. `KBI_TESTS_FORK=0` runs every command as a plain
+subprocess.
+"""
+
+import gc
+import importlib
+import json
+import os
+import pkgutil
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Read when a command uses them, not when TensorFlow or Python start: they may
+# differ between commands served by one server.
+PER_COMMAND = ("PYTEST_CURRENT_TEST", "TF_CONFIG", "TMPDIR")
+# Imported by the server before it forks: what our commands import (1.0 s
+# for our own modules, none of which defines a flag or starts a thread on
+# import). Apache Beam's runner is left to the one command that uses it.
+PRELOAD = ("tensorflow", "keras", "tensorflow_text", "matplotlib.pyplot")
+OUR_PACKAGES = ("keras_bert_impl", "tf_records", "tasks", "training")
+NOT_PRELOADED = ("tf_records.beam_pretraining_data",)
+MAX_SERVERS = 3  # per pytest worker; further environments run plain subprocesses
+_servers = {}
+
+
+def run_python(args, cwd, env, timeout=None):
+    """`subprocess.run([sys.executable, *args], cwd=cwd, env=env,
+    capture_output=True, text=True, timeout=timeout)`, forked from a server
+    with TensorFlow imported (see the module docstring).
+
+    Args:
+        args: `["-m", module, ...]`, `["-c", code, ...]` or
+            `[script, ...]`.
+        cwd, env, timeout: as `subprocess.run`'s. On a timeout the
+            command's process group is killed and `subprocess.TimeoutExpired`
+            raised.
+
+    Returns:
+        A `subprocess.CompletedProcess`: `returncode` (negative: killed by
+        that signal), `stdout` and `stderr` as text.
+    """
+    args = [str(a) for a in args]
+    command = [sys.executable, *args]
+    server = _server_for(env)
+    if server is None:
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(server.path)
+        request = json.dumps({"args": args, "cwd": os.path.abspath(cwd), "env": dict(env)})
+        socket.send_fds(conn, [request.encode() + b"\n"], [out.fileno(), err.fileno()])
+        pid = int(_read_line(conn))
+        conn.settimeout(timeout)
+        try:
+            status = _read_line(conn)
+        except TimeoutError:
+            os.killpg(pid, signal.SIGKILL)
+            conn.settimeout(None)
+            _read_line(conn)
+            raise subprocess.TimeoutExpired(command, timeout, output=_text(out),
+                                            stderr=_text(err)) from None
+        return subprocess.CompletedProcess(command, int(status), _text(out), _text(err))
+
+
+def _text(file):
+    """What the command wrote, as `subprocess.run(text=True)` gives it."""
+    file.seek(0)
+    return file.read().decode().replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_line(conn):
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = conn.recv(64)
+        if not chunk:
+            raise ConnectionError(f"the command server closed the connection after {line!r}")
+        line += chunk
+    return line.decode()
+
+
+class _Server:
+    """A server process (this file run as a script) listening on a Unix
+    socket in a temporary folder."""
+
+    def __init__(self, env):
+        self.folder = tempfile.mkdtemp(prefix="kbi-fork-")
+        self.path = os.path.join(self.folder, "socket")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), self.path], cwd=ROOT, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        ready = self.process.stdout.readline()
+        if ready != b"ready\n":
+            self.close()
+            raise RuntimeError(f"the command server did not start: {ready!r}")
+
+    def close(self):
+        self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _server_for(env):
+    """The server for `env` (started on first use), or None: forking off,
+    or too many environments already."""
+    if os.environ.get("KBI_TESTS_FORK", "1") == "0":
+        return None
+    # The server imports `training` from the checkout: only for commands
+    # that would too.
+    if ROOT not in env.get("PYTHONPATH", "").split(os.pathsep):
+        return None
+    key = tuple(sorted((k, v) for k, v in env.items() if k not in PER_COMMAND))
+    if key not in _servers:
+        if len(_servers) >= MAX_SERVERS:
+            return None
+        if not _servers:
+            import atexit
+
+            atexit.register(_close_all)
+        _servers[key] = _Server({k: v for k, v in env.items() if k not in PER_COMMAND})
+    return _servers[key]
+
+
+def _close_all():
+    for server in _servers.values():
+        server.close()
+    _servers.clear()
+
+
+# The server side: this file run as a script.
+
+def _serve(path):
+    """Imports TensorFlow and Keras, then forks a waiter per request, which
+    forks the command's process and reports its pid and exit status. Returns
+    only in a command's process: its request and descriptors."""
+    from training import keras_extras  # on PYTHONPATH (`_server_for`)
+
+    keras_extras.leave_out_of_keras()
+    import matplotlib
+
+    matplotlib.use("Agg")  # as our charts do
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for package in OUR_PACKAGES:
+        for module in pkgutil.walk_packages(importlib.import_module(package).__path__,
+                                            package + "."):
+            if module.name not in NOT_PRELOADED:
+                importlib.import_module(module.name)
+    # What the imports made stays out of the garbage collector's walks: the
+    # commands' collections neither walk nor copy those pages.
+    gc.freeze()
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    listener.settimeout(2.0)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the waiters
+    parent = os.getppid()
+    print("ready", flush=True)
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != parent:  # the pytest worker is gone
+                os._exit(0)
+            continue
+        conn.settimeout(None)
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+        while not data.endswith(b"\n"):
+            data += conn.recv(1 << 16)
+        if os.fork() == 0:
+            listener.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            pid = os.fork()
+            if pid == 0:
+                conn.close()
+                return json.loads(data), fds
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(f"{pid}\n".encode())
+            _, status = os.waitpid(pid, 0)
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            os._exit(0)
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+
+
+def _become(request, fds):
+    """Turns this forked process into `python *args` as `subprocess.run`
+    would start it; returns the code to run as `__main__`."""
+    os.setsid()  # its own process group: a timeout kills it and what it started
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None  # TMPDIR is the command's
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, target in ((null, 0), (fds[0], 1), (fds[1], 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()  # a fresh interpreter's seeds it from the OS
+    args = request["args"]
+    if args[0] == "-m":
+        sys.argv = [args[1], *args[2:]]
+        sys.path[0] = os.getcwd()
+        import runpy
+
+        return lambda: runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    if args[0] == "-c":
+        sys.argv = ["-c", *args[2:]]
+        sys.path[0] = ""
+        return lambda: _run_code(compile(args[1], "<string>", "exec"))
+    sys.argv = list(args)
+    sys.path[0] = os.path.dirname(os.path.abspath(args[0]))
+    import runpy
+
+    return lambda: runpy.run_path(args[0], run_name="__main__")
+
+
+def _run_code(code):
+    import types
+
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+if __name__ == "__main__":
+    _become(*_serve(sys.argv[1]))()

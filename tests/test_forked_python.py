@@ -1,0 +1,92 @@
+"""`forked_python.run_python` against `subprocess.run` on the same commands."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from forked_python import run_python
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+PROBE = """\
+import os, sys, tempfile
+print(__name__, sys.argv, sys.path[0], os.getcwd(), tempfile.gettempdir(), os.getpid())
+sys.stdout.write("progress 1\\rprogress 2\\r\\n")
+sys.stderr.write("to stderr\\n")
+sys.exit(int(sys.argv[-1]))
+"""
+
+
+def _plain(args, cwd, env, timeout=None):
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _without_pid(result):
+    lines = result.stdout.splitlines()
+    return result.returncode, [lines[0].rsplit(" ", 1)[0], *lines[1:]], result.stderr
+
+
+def test_module_script_and_code_run_as_a_fresh_interpreter_runs_them(tmp_path):
+    """`-m`, a script and `-c`: the same `__name__`, `sys.argv`,
+    `sys.path[0]`, working folder, TMPDIR, output (carriage returns as
+    `text=True` turns them) and exit status; a process of its own."""
+    (tmp_path / "probe_module.py").write_text(PROBE)
+    (tmp_path / "temp").mkdir()
+    env = dict(ENV, TMPDIR=str(tmp_path / "temp"))
+    for args in (["-m", "probe_module", "a b", "3"], [str(tmp_path / "probe_module.py"), "0"],
+                 ["-c", PROBE, "x", "7"]):
+        forked = run_python(args, tmp_path, env)
+        assert _without_pid(forked) == _without_pid(_plain(args, tmp_path, env)), args
+        assert int(forked.stdout.split()[-3]) != os.getpid()  # the pid printed
+
+
+def test_errors_signals_and_timeouts_end_as_in_a_fresh_interpreter(tmp_path):
+    """An uncaught exception: status 1 and its traceback; a `SystemExit`
+    message: status 1 and the message; death by a signal: minus its number;
+    a timeout: `subprocess.TimeoutExpired`, and the command's process group
+    killed (its child too)."""
+    raised = run_python(["-c", "raise ValueError('bad value 3')"], tmp_path, ENV)
+    assert raised.returncode == 1 and raised.stderr.endswith("ValueError: bad value 3\n")
+    message = run_python(["-c", "raise SystemExit('no such file: x')"], tmp_path, ENV)
+    assert (message.returncode, message.stderr) == (1, "no such file: x\n")
+    killed = run_python(["-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+                        tmp_path, ENV)
+    assert killed.returncode == -signal.SIGKILL
+    child = tmp_path / "child.pid"
+    sleeper = ("import subprocess, sys, time\n"
+               "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+               f"open({str(child)!r}, 'w').write(str(p.pid))\n"
+               "time.sleep(60)\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_python(["-c", sleeper], tmp_path, ENV, timeout=3)
+    pid = int(child.read_text())
+    deadline = time.time() + 10
+    while _running(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def _running(pid):
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+def test_tensorflow_starts_in_the_command_not_in_the_server(tmp_path):
+    """The server imported TensorFlow and Keras but never ran an op: each
+    command's eager context, threads and settings are its own (here two
+    logical CPUs, which must be set before TensorFlow's runtime starts)."""
+    code = ("import tensorflow as tf\n"
+            "cpu = tf.config.list_physical_devices('CPU')[0]\n"
+            "tf.config.set_logical_device_configuration(\n"
+            "    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)\n"
+            "print(len(tf.config.list_logical_devices('CPU')), float(tf.reduce_sum(tf.ones(3))))\n")
+    for _ in range(2):
+        result = run_python(["-c", code], tmp_path, ENV)
+        assert (result.returncode, result.stdout) == (0, "2 3.0\n"), result.stderr[-2000:]
