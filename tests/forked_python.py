@@ -1,23 +1,26 @@
 """The tests' Python commands, forked from an interpreter that has
-TensorFlow and Keras imported already.
+TensorFlow, Keras and our packages imported already.
 
 Every command a test ran (`python -m training.pretrain ...`) started a fresh
-interpreter and imported TensorFlow and Keras again: 2.5-2.9 s of one core
-each, measured, before the command did anything, and the suite runs dozens.
-`run_python` hands the command to a server (one per pytest worker and
-environment) that imported them once, and forks a process per command from
-it: a real process, with its own pid, exit status, working folder,
-environment, descriptors and process group, running the module, script or
-`-c` code as `python` would (`__main__`, `sys.argv`, `sys.path[0]`).
-TensorFlow has no threads and no runtime yet when the server forks: its
-eager context, thread pools and devices start in the command's process.
+interpreter and imported TensorFlow and Keras again: 2.5-2.9 s of one core,
+measured, before the command did anything, and the suite runs dozens.
+`run_python` (and `start_python`, which does not wait) hands the command to a
+server (one per pytest worker and environment) that imported them once and
+forks a process per command from it: a real process, with its own pid, exit
+status, working folder, environment, descriptors and process group, running
+the module, script or `-c` code as `python` would (`__main__`, `sys.argv`,
+`sys.path[0]`). TensorFlow has no threads and no runtime yet when the server
+forks: its eager context, thread pools and devices start in the command's
+process. A 6-step XLNet pretraining command took 17.0-18.9 s of CPU this way
+against 19.8-25.0 s started fresh (three runs each, one core).
 
-What differs from a fresh interpreter: TensorFlow and Keras are imported
-before the command starts (so TensorFlow's import-time C++ lines are not in
-its stderr), with Keras' scikit-learn and matplotlib extras left out, as
-every one of our commands leaves them out (`training.keras_extras`). Tests
-of exactly those (the console at start-up, what a command imports, a fresh
-process serving a SavedModel) run `subprocess.run` instead.
+What differs from a fresh interpreter: TensorFlow, Keras, tensorflow-text,
+matplotlib and our packages are imported before the command starts (so
+TensorFlow's import-time C++ lines are not in its stderr), with Keras'
+scikit-learn and matplotlib extras left out, as every one of our commands
+leaves them out (`training.keras_extras`). Tests of exactly those (the
+console at start-up, what a command imports, a fresh process serving a
+SavedModel) and the README's main job run `subprocess.run` instead.
 
 The server is started with the command's environment, less the variables
 in `PER_COMMAND` (read when used, not at import), so the values TensorFlow
@@ -26,6 +29,7 @@ gets another server. `KBI_TESTS_FORK=0` runs every command as a plain
 subprocess.
 """
 
+import contextlib
 import gc
 import importlib
 import json
@@ -68,44 +72,112 @@ def run_python(args, cwd, env, timeout=None):
         A `subprocess.CompletedProcess`: `returncode` (negative: killed by
         that signal), `stdout` and `stderr` as text.
     """
-    args = [str(a) for a in args]
-    command = [sys.executable, *args]
-    server = _server_for(env)
-    if server is None:
-        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(server.path)
-        request = json.dumps({"args": args, "cwd": os.path.abspath(cwd), "env": dict(env)})
-        socket.send_fds(conn, [request.encode() + b"\n"], [out.fileno(), err.fileno()])
-        pid = int(_read_line(conn))
-        conn.settimeout(timeout)
-        try:
-            status = _read_line(conn)
-        except TimeoutError:
-            os.killpg(pid, signal.SIGKILL)
-            conn.settimeout(None)
-            _read_line(conn)
-            raise subprocess.TimeoutExpired(command, timeout, output=_text(out),
-                                            stderr=_text(err)) from None
-        return subprocess.CompletedProcess(command, int(status), _text(out), _text(err))
+    command = start_python(args, cwd, env)
+    try:
+        command.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(command.pid, signal.SIGKILL)
+        command.wait()
+        raise subprocess.TimeoutExpired(command.args, timeout, *command.outputs()) from None
+    return subprocess.CompletedProcess(command.args, command.returncode, *command.outputs())
 
 
-def _text(file):
-    """What the command wrote, as `subprocess.run(text=True)` gives it."""
-    file.seek(0)
-    return file.read().decode().replace("\r\n", "\n").replace("\r", "\n")
+def start_python(args, cwd, env):
+    """`run_python`'s command started, not waited for: a `Command`."""
+    return Command([str(a) for a in args], os.path.abspath(cwd), dict(env))
 
 
-def _read_line(conn):
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = conn.recv(64)
-        if not chunk:
-            raise ConnectionError(f"the command server closed the connection after {line!r}")
-        line += chunk
-    return line.decode()
+class Command:
+    """A running `python *args`, forked by a server or (without one) a
+    `subprocess.Popen`, in a process group of its own, its output going to
+    temporary files; what tests use of `subprocess.Popen`: `args`, `pid`,
+    `returncode`, `poll`, `wait`, `send_signal`, `kill`, and `outputs()`
+    for `(stdout, stderr)`."""
+
+    def __init__(self, args, cwd, env):
+        self.args = [sys.executable, *args]
+        self.returncode = None
+        self._files = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self._received = b""
+        self._popen = self._conn = None
+        server = _server_for(env)
+        if server is None:
+            self._popen = subprocess.Popen(self.args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                           stdout=self._files[0], stderr=self._files[1],
+                                           start_new_session=True)
+            self.pid = self._popen.pid
+            return
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.connect(server.path)
+        request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode() + b"\n"
+        socket.send_fds(self._conn, [request], [f.fileno() for f in self._files])
+        self.pid = int(self._line(None))
+
+    def poll(self):
+        """The exit status if the command has ended, else None."""
+        if self.returncode is None:
+            if self._popen is not None:
+                self.returncode = self._popen.poll()
+            else:
+                try:
+                    self._ended(self._line(0))
+                except TimeoutError:
+                    pass
+        return self.returncode
+
+    def wait(self, timeout=None):
+        """The exit status, once the command ends; `subprocess.TimeoutExpired`
+        after `timeout` seconds (the command goes on)."""
+        if self.returncode is None:
+            try:
+                if self._popen is not None:
+                    self.returncode = self._popen.wait(timeout)
+                else:
+                    self._ended(self._line(timeout))
+            except (TimeoutError, subprocess.TimeoutExpired):
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def outputs(self):
+        """`(stdout, stderr)` so far, as `subprocess.run(text=True)` gives them."""
+        texts = []
+        for file in self._files:
+            file.seek(0)
+            texts.append(file.read().decode().replace("\r\n", "\n").replace("\r", "\n"))
+        return tuple(texts)
+
+    def _ended(self, status):
+        self.returncode = int(status)
+        self._conn.close()
+
+    def _line(self, timeout):
+        """The server's next line; `TimeoutError` if none came in `timeout`
+        seconds (0: none waiting; None: no limit)."""
+        self._conn.settimeout(timeout)
+        while b"\n" not in self._received:
+            try:
+                chunk = self._conn.recv(64)
+            except BlockingIOError:
+                raise TimeoutError from None
+            if not chunk:
+                raise ConnectionError(f"the command server hung up after {self._received!r}")
+            self._received += chunk
+        line, self._received = self._received.split(b"\n", 1)
+        return line.decode()
+
+    def __del__(self):
+        for file in self._files:
+            file.close()
+        if self._conn is not None:
+            self._conn.close()
 
 
 class _Server:

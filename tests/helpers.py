@@ -72,21 +72,30 @@ def _free_ports(n):
 
 def run_workers(args, env, cwd, count=2, timeout=900):
     """`python -m <args>` as `count` workers of one localhost cluster
-    (TF_CONFIG task i for process i), side by side; each one's
-    `(stdout, stderr)`, after checking that every worker exited 0."""
+    (TF_CONFIG task i for process i), side by side, forked from the test
+    command server (`forked_python`); each one's `(stdout, stderr)`, after
+    checking that every worker exited 0."""
     import json
-    import subprocess
-    import sys
+    import os
+    import signal
+
+    from forked_python import start_python
 
     cluster = {"worker": [f"localhost:{p}" for p in _free_ports(count)]}
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=dict(env, TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}})))
+    workers = [start_python(["-m", *args], cwd, dict(env, TF_CONFIG=json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}})))
         for index in range(count)]
-    outputs = [p.communicate(timeout=timeout) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
-        assert proc.returncode == 0, out[-2000:] + err[-3000:]
+    try:
+        for worker in workers:
+            worker.wait(timeout)
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+    outputs = [worker.outputs() for worker in workers]
+    for worker, (out, err) in zip(workers, outputs):
+        assert worker.returncode == 0, out[-2000:] + err[-3000:]
     return outputs
 
 

@@ -265,7 +265,7 @@ def test_quick_table5_end_to_end(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = tmp_path / "table5"
     command = ["-m", "training.ablations", "--quick", f"--output_dir={out}"]
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root)
     result = run_python(command, root, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     print(result.stdout[result.stdout.index("Table 5 in miniature:"):])

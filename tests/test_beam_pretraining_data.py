@@ -134,7 +134,7 @@ def test_cli_on_two_worker_processes_writes_the_local_writers_records(corpus, tm
              "--max_seq_length=45", "--max_predictions_per_seq=7", "--dupe_factor=2",
              "--documents_per_block=20"]
     command = ["-m", "tf_records.beam_pretraining_data"]
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     out = tmp_path / "beam"
     run = run_python(
         command + flags + [f"--output_dir={out}", "--runner=DirectRunner",

@@ -208,7 +208,8 @@ def test_mirrored_two_devices_fine_tune_like_one(tmp_path):
         run(FinetuneConfig(output_dir={str(tmp_path / "two")!r}, strategy="mirrored", **{common!r}))
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = run_python(["-c", script], root, dict(os.environ, PYTHONPATH=root))
+    result = run_python(["-c", script], root,
+                        dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 2 replica(s)" in result.stdout
     one = keras.saving.load_model(str(tmp_path / "one" / "export" / "model.keras"))

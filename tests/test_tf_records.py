@@ -438,7 +438,7 @@ def test_cli_checks_every_glob_and_flag_before_writing(corpus, tmp_path):
     out = tmp_path / "out"
     base = ["-m", "tf_records.create_pretraining_data", f"--vocab_file={VOCAB}",
             f"--output_dir={out}"]
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     typo = run_python(base + [f"--input_file={corpus},{tmp_path}/nope*.txt"], ROOT, env)
     assert typo.returncode != 0 and f"no file matches '{tmp_path}/nope*.txt'" in typo.stderr
     zero = run_python(base + [f"--input_file={corpus}", "--dupe_factor=0"], ROOT, env)
@@ -475,7 +475,7 @@ def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
         sys.argv = ["create_pretraining_data", *{args!r}]
         cli()
     """)
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     killed = run_python(["-c", script], ROOT, env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     names = sorted(os.listdir(out))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from forked_python import run_python
+from forked_python import start_python
 from helpers import CPP_LOG_LINE
 from helpers import console_noise
 from helpers import run_workers
@@ -258,8 +259,7 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
 
     resumed = str(tmp_path / "resumed")
     args = _pretrain_args(records, resumed)
-    proc = subprocess.Popen([sys.executable, "-m", "training.pretrain", *args], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_python(["-m", "training.pretrain", *args], ROOT, ENV)
     folder = os.path.join(resumed, "checkpoints")
     deadline = time.time() + 300
     # Kill as soon as the first checkpoint is registered (its files complete).
@@ -269,7 +269,7 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed_at = tf.train.latest_checkpoint(folder)
-    assert killed_at is not None, proc.stdout.read()[-3000:]
+    assert killed_at is not None, "".join(proc.outputs())[-3000:]
     assert not os.path.exists(os.path.join(resumed, "summary.json"))  # it did not finish
     result = _run_pretrain(args)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -91,7 +91,7 @@ def test_learn_vocab_command_line(tmp_path):
     out = tmp_path / "vocab" / "vocab.txt"
     result = run_python(["-m", "training.learn_vocab", f"--input={tmp_path}/*.txt,{packed}",
                          f"--output={out}", "--vocab_size=600"], ROOT,
-                        dict(os.environ, PYTHONPATH=ROOT))
+                        dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(lines) <= 600

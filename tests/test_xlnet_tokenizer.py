@@ -339,7 +339,8 @@ def test_learn_vocab_command_line(tmp_path):
     corpus = _tiny_corpus(tmp_path)
     command = ["-m", "training.learn_vocab", "--model=xlnet",
                f"--input={corpus}", f"--output_dir={tmp_path / 'out'}", "--vocab_size=70"]
-    result = run_python(command, ROOT, dict(os.environ, PYTHONPATH=ROOT))
+    result = run_python(command, ROOT,
+                        dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "cased;" in result.stdout and "<cls>=3" in result.stdout
     tokenizer = XLNetTokenizer(tmp_path / "out" / "spiece.model")
