@@ -45,7 +45,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Read when a command uses them, not when TensorFlow or Python start: they may
 # differ between commands served by one server.
-PER_COMMAND = ("PYTEST_CURRENT_TEST", "TF_CONFIG", "TMPDIR")
+PER_COMMAND = ("PYTEST_CURRENT_TEST", "TF_CONFIG", "TMPDIR", "KBI_NOTEBOOK_SMOKE")
 # Imported by the server before it forks: what our commands import (1.0 s
 # for our own modules, none of which defines a flag or starts a thread on
 # import). Apache Beam's runner is left to the one command that uses it.

@@ -8,10 +8,9 @@ import csv
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from forked_python import run_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, "examples", "colab_tpu.ipynb")
@@ -65,8 +64,7 @@ def test_notebook_runs_on_cpu_with_the_smoke_setting(tmp_path):
     script = tmp_path / "colab_tpu.py"
     script.write_text("\n\n".join(_code_cells(_notebook())) + "\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=ROOT, KBI_NOTEBOOK_SMOKE="1", TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = run_python([script], tmp_path, env, timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "Not in Colab: nothing to install" in result.stdout

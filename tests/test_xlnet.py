@@ -4,14 +4,13 @@ section 4, memory in `fit`, and the house checks."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import keras
 import numpy as np
 import pytest
 import safetensors.numpy
+from forked_python import run_python
 from helpers import assert_config_round_trip
 from helpers import assert_keras_save_load_equal
 
@@ -531,7 +530,8 @@ def test_fit_carries_memory_from_batch_to_batch():
 def test_memory_is_per_replica_under_mirrored_strategy():
     """MirroredStrategy over 2 logical CPUs, global batch 4: each replica
     carries its own 2 rows of memory through fit."""
-    script = textwrap.dedent("""
+    tests = os.path.join(ROOT, "tests")
+    script = f"import sys\nsys.path.insert(0, {tests!r})\n" + textwrap.dedent("""
         import tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -556,9 +556,8 @@ def test_memory_is_per_replica_under_mirrored_strategy():
             np.testing.assert_allclose(kept.numpy(), memory[2 * i:2 * i + 2], atol=1e-5)
         print("replicas", len(replicas), "ok")
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]))
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    result = run_python(["-c", script], ROOT, env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "replicas 2 ok" in result.stdout
 
