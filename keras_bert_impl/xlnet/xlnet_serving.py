@@ -64,28 +64,39 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     module.plm = plm
     module.tokenizer = tokenizer
 
+    float_spec = {"perm_mask": tf.TensorSpec([None, None, None], tf.float32, name="perm_mask"),
+                  "target_mapping": tf.TensorSpec([None, None, None], tf.float32,
+                                                  name="target_mapping")}
+    ids_spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
+                for name in ("input_word_ids", "input_type_ids", "input_mask")}
+
+    # Both streams, traced once: serving_default and serving_plm call this
+    # function (a call op in their graphs) rather than each tracing the
+    # backbone (an xlnet_debug export with the text signature, one core,
+    # three runs each: 4.50-4.79 s before, 3.32-3.86 s; the same outputs).
+    @tf.function(autograph=False, input_signature=[{**ids_spec, **float_spec}])
+    def streams(inputs):
+        x = {**inputs, "input_mask": tf.cast(inputs["input_mask"], tf.float32)}
+        out = backbone(x, training=False)
+        logits = backbone.word_embedding(out["query_output"], reverse=True)  # (B, P, V)
+        return {"sequence_output": out["sequence_output"],
+                "plm_logits": tf.cast(logits, tf.float32) + plm.lm_bias}
+
     def content(inputs):
         inputs = checked_xlnet_ids(inputs, config)
         batch, length = tf.shape(inputs["input_word_ids"])[0], tf.shape(inputs["input_word_ids"])[1]
-        x = {"input_word_ids": inputs["input_word_ids"],
-             "input_type_ids": inputs["input_type_ids"],
-             "input_mask": tf.cast(inputs["input_mask"], tf.float32),
-             "perm_mask": tf.zeros([batch, length, length]),
-             # One unused query slot (an all-zero row): the content stream only.
-             "target_mapping": tf.zeros([batch, 1, length])}
-        out = backbone(x, training=False)["sequence_output"]  # (B, L, H)
-        return {"sequence_output": out, "last_output": out[:, -1]}
-
-    ids_spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
-                for name in ("input_word_ids", "input_type_ids", "input_mask")}
+        out = streams({**{name: inputs[name] for name in ids_spec},
+                       "perm_mask": tf.zeros([batch, length, length]),
+                       # One unused query slot (an all-zero row): the content stream only.
+                       "target_mapping": tf.zeros([batch, 1, length])})["sequence_output"]
+        return {"sequence_output": out, "last_output": out[:, -1]}  # (B, L, H), (B, H)
 
     @tf.function(autograph=False, input_signature=[ids_spec])
     def serving_default(inputs):
         return content(inputs)
 
     @tf.function(autograph=False, input_signature=[
-        ids_spec, tf.TensorSpec([None, None, None], tf.float32, name="perm_mask"),
-        tf.TensorSpec([None, None, None], tf.float32, name="target_mapping")])
+        ids_spec, float_spec["perm_mask"], float_spec["target_mapping"]])
     def serving_plm(inputs, perm_mask, target_mapping):
         inputs = checked_xlnet_ids(inputs, config)
         batch, length = tf.shape(inputs["input_word_ids"])[0], tf.shape(inputs["input_word_ids"])[1]
@@ -96,11 +107,9 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
                                        "(batch, any, length) of input_word_ids")
         perm_mask = checked_zero_one(perm_mask, "perm_mask")
         target_mapping = checked_zero_one(target_mapping, "target_mapping", one_per_row=True)
-        x = {"input_word_ids": inputs["input_word_ids"],
-             "input_type_ids": inputs["input_type_ids"],
-             "input_mask": tf.cast(inputs["input_mask"], tf.float32),
-             "perm_mask": perm_mask, "target_mapping": target_mapping}
-        return {"plm_logits": plm(x, training=False)}  # (B, P, V)
+        out = streams({**{name: inputs[name] for name in ids_spec}, "perm_mask": perm_mask,
+                       "target_mapping": target_mapping})
+        return {"plm_logits": out["plm_logits"]}  # (B, P, V)
 
     signatures = {"serving_default": serving_default, "serving_plm": serving_plm}
     if tokenizer is not None:
