@@ -35,7 +35,7 @@ import importlib
 import json
 import os
 import pkgutil
-import shutil
+import secrets
 import signal
 import socket
 import subprocess
@@ -108,7 +108,11 @@ class Command:
             self.pid = self._popen.pid
             return
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._conn.connect(server.path)
+        try:
+            self._conn.connect(server.path)
+        except ConnectionRefusedError:  # the server died (killed for memory?): a new one
+            _servers.pop(server.key).close()
+            self._conn.connect(_server_for(env).path)
         request = json.dumps({"args": args, "cwd": cwd, "env": env}).encode() + b"\n"
         socket.send_fds(self._conn, [request], [f.fileno() for f in self._files])
         self.pid = int(self._line(None))
@@ -182,24 +186,29 @@ class Command:
 
 class _Server:
     """A server process (this file run as a script) listening on a Unix
-    socket in a temporary folder."""
+    socket in the abstract namespace (no file to clean up, no path length
+    limit); its start-up errors in a temporary file."""
 
-    def __init__(self, env):
-        self.folder = tempfile.mkdtemp(prefix="kbi-fork-")
-        self.path = os.path.join(self.folder, "socket")
+    def __init__(self, key, env):
+        self.key = key
+        name = f"kbi-fork-{os.getpid()}-{secrets.token_hex(8)}"
+        self.path = "\0" + name
+        self._errors = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), self.path], cwd=ROOT, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [sys.executable, os.path.abspath(__file__), name], cwd=ROOT, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._errors)
         ready = self.process.stdout.readline()
         if ready != b"ready\n":
             self.close()
-            raise RuntimeError(f"the command server did not start: {ready!r}")
+            self._errors.seek(0)
+            raise RuntimeError("the test command server did not start (KBI_TESTS_FORK=0 runs "
+                               "commands without it):\n" + self._errors.read().decode()[-3000:])
 
     def close(self):
         self.process.kill()
         self.process.wait()
         self.process.stdout.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._errors.close()
 
 
 def _server_for(env):
@@ -219,7 +228,7 @@ def _server_for(env):
             import atexit
 
             atexit.register(_close_all)
-        _servers[key] = _Server({k: v for k, v in env.items() if k not in PER_COMMAND})
+        _servers[key] = _Server(key, {k: v for k, v in env.items() if k not in PER_COMMAND})
     return _servers[key]
 
 
@@ -231,7 +240,7 @@ def _close_all():
 
 # The server side: this file run as a script.
 
-def _serve(path):
+def _serve(address):
     """Imports TensorFlow and Keras, then forks a waiter per request, which
     forks the command's process and reports its pid and exit status. Returns
     only in a command's process: its request and descriptors."""
@@ -253,7 +262,7 @@ def _serve(path):
     gc.freeze()
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    listener.bind("\0" + address)  # the abstract namespace
     listener.listen(16)
     listener.settimeout(2.0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the waiters

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import forked_python
 import pytest
 from forked_python import run_python
 from forked_python import start_python
@@ -103,3 +104,14 @@ def test_a_started_command_is_polled_signalled_and_waited_for(tmp_path):
     assert command.poll() is None and command.outputs() == ("up\n", "")
     command.send_signal(signal.SIGTERM)
     assert command.wait(30) == -signal.SIGTERM == command.poll()
+
+
+@pytest.mark.skipif(os.environ.get("KBI_TESTS_FORK") == "0", reason="no server without forking")
+def test_a_dead_server_is_replaced(tmp_path):
+    """A server killed under the tests (say, for memory) gives way to a new one."""
+    server = forked_python._server_for(ENV)
+    server.process.kill()
+    server.process.wait()
+    result = run_python(["-c", "print('after')"], tmp_path, ENV)
+    assert (result.returncode, result.stdout) == (0, "after\n")
+    assert forked_python._server_for(ENV) is not server
