@@ -12,7 +12,7 @@ the module, script or `-c` code as `python` would (`__main__`, `sys.argv`,
 `sys.path[0]`). TensorFlow has no threads and no runtime yet when the server
 forks: its eager context, thread pools and devices start in the command's
 process. A 6-step XLNet pretraining command took 17.0-18.9 s of CPU this way
-against 19.8-25.0 s started fresh (three runs each, one core).
+against 19.8-25.0 s started fresh (one core, six runs each).
 
 What differs from a fresh interpreter: TensorFlow, Keras, tensorflow-text,
 matplotlib and our packages are imported before the command starts (so
