@@ -76,7 +76,8 @@ def run_python(args, cwd, env, timeout=None):
     try:
         command.wait(timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(command.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+            os.killpg(command.pid, signal.SIGKILL)
         command.wait()
         raise subprocess.TimeoutExpired(command.args, timeout, *command.outputs()) from None
     return subprocess.CompletedProcess(command.args, command.returncode, *command.outputs())

@@ -75,6 +75,7 @@ def run_workers(args, env, cwd, count=2, timeout=900):
     (TF_CONFIG task i for process i), side by side, forked from the test
     command server (`forked_python`); each one's `(stdout, stderr)`, after
     checking that every worker exited 0."""
+    import contextlib
     import json
     import os
     import signal
@@ -91,7 +92,8 @@ def run_workers(args, env, cwd, count=2, timeout=900):
     finally:
         for worker in workers:
             if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait()
     outputs = [worker.outputs() for worker in workers]
     for worker, (out, err) in zip(workers, outputs):
