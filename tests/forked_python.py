@@ -35,6 +35,7 @@ import importlib
 import json
 import os
 import pkgutil
+import runpy
 import secrets
 import signal
 import socket
@@ -76,9 +77,7 @@ def run_python(args, cwd, env, timeout=None):
     try:
         command.wait(timeout)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-            os.killpg(command.pid, signal.SIGKILL)
-        command.wait()
+        command.kill_group()
         raise subprocess.TimeoutExpired(command.args, timeout, *command.outputs()) from None
     return subprocess.CompletedProcess(command.args, command.returncode, *command.outputs())
 
@@ -92,8 +91,8 @@ class Command:
     """A running `python *args`, forked by a server or (without one) a
     `subprocess.Popen`, in a process group of its own, its output going to
     temporary files; what tests use of `subprocess.Popen`: `args`, `pid`,
-    `returncode`, `poll`, `wait`, `send_signal`, `kill`, and `outputs()`
-    for `(stdout, stderr)`."""
+    `returncode`, `poll`, `wait`, `send_signal`; `kill_group()` ends it and
+    whatever it started, `outputs()` gives `(stdout, stderr)`."""
 
     def __init__(self, args, cwd, env):
         self.args = [sys.executable, *args]
@@ -148,8 +147,12 @@ class Command:
             with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                 os.kill(self.pid, sig)
 
-    def kill(self):
-        self.send_signal(signal.SIGKILL)
+    def kill_group(self):
+        """SIGKILL to the command's process group, then waits for it."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.killpg(self.pid, signal.SIGKILL)
+            self.wait()
 
     def outputs(self):
         """`(stdout, stderr)` so far, as `subprocess.run(text=True)` gives them."""
@@ -200,10 +203,13 @@ class _Server:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._errors)
         ready = self.process.stdout.readline()
         if ready != b"ready\n":
-            self.close()
+            self.process.kill()
+            self.process.wait()
             self._errors.seek(0)
+            errors = self._errors.read().decode()[-3000:]
+            self.close()
             raise RuntimeError("the test command server did not start (KBI_TESTS_FORK=0 runs "
-                               "commands without it):\n" + self._errors.read().decode()[-3000:])
+                               "commands without it):\n" + errors)
 
     def close(self):
         self.process.kill()
@@ -316,8 +322,6 @@ def _become(request, fds):
     if args[0] == "-m":
         sys.argv = [args[1], *args[2:]]
         sys.path[0] = os.getcwd()
-        import runpy
-
         return lambda: runpy.run_module(args[1], run_name="__main__", alter_sys=True)
     if args[0] == "-c":
         sys.argv = ["-c", *args[2:]]
@@ -325,8 +329,6 @@ def _become(request, fds):
         return lambda: _run_code(compile(args[1], "<string>", "exec"))
     sys.argv = list(args)
     sys.path[0] = os.path.dirname(os.path.abspath(args[0]))
-    import runpy
-
     return lambda: runpy.run_path(args[0], run_name="__main__")
 
 

@@ -75,10 +75,7 @@ def run_workers(args, env, cwd, count=2, timeout=900):
     (TF_CONFIG task i for process i), side by side, forked from the test
     command server (`forked_python`); each one's `(stdout, stderr)`, after
     checking that every worker exited 0."""
-    import contextlib
     import json
-    import os
-    import signal
 
     from forked_python import start_python
 
@@ -91,10 +88,7 @@ def run_workers(args, env, cwd, count=2, timeout=900):
             worker.wait(timeout)
     finally:
         for worker in workers:
-            if worker.poll() is None:
-                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-                    os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+            worker.kill_group()  # if one failed, its peers wait for it forever
     outputs = [worker.outputs() for worker in workers]
     for worker, (out, err) in zip(workers, outputs):
         assert worker.returncode == 0, out[-2000:] + err[-3000:]
