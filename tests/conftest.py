@@ -25,6 +25,23 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # against 6.1 s and 12.9 s with two, whose threads spin between calls.
     for _pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_pool, str(_SHARE))
+# One XLA compilation cache for the whole run, shared by both workers and
+# every command they run: our fused kernels (LayerNorm, GELU, dropout,
+# losses) are XLA-compiled per shape, and the same shapes come back in test
+# after test and command after command. Made by the controller (or a run
+# without workers), which every worker and command inherits, and removed
+# when that run ends. Measured, a 6-step `tiny` pretraining command on one
+# core: 9.6-10.4 s wall with the cache filled against 11.1-11.8 s without.
+if "PYTEST_XDIST_WORKER" not in os.environ and "KBI_TESTS_XLA_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["KBI_TESTS_XLA_CACHE"] = tempfile.mkdtemp(prefix="kbi-tests-xla-")
+    os.environ["TF_XLA_FLAGS"] = " ".join(filter(None, [
+        os.environ.get("TF_XLA_FLAGS", ""),
+        "--tf_xla_persistent_cache_directory=" + os.environ["KBI_TESTS_XLA_CACHE"]]))
+    _OWN_XLA_CACHE = os.environ["KBI_TESTS_XLA_CACHE"]
+else:
+    _OWN_XLA_CACHE = None
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
@@ -92,3 +109,11 @@ def pytest_collection_modifyitems(config, items):
         return marker.kwargs.get("seconds", 30) if marker else 0
 
     items.sort(key=lambda item: -expected_seconds(item))
+
+
+def pytest_unconfigure(config):
+    """The run's XLA cache goes with the run that made it."""
+    if _OWN_XLA_CACHE:
+        import shutil
+
+        shutil.rmtree(_OWN_XLA_CACHE, ignore_errors=True)
