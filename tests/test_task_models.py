@@ -45,6 +45,25 @@ def test_classifier_is_dense_on_pooled_output(odd_config, num_classes, tmp_path)
     assert loaded.num_classes == num_classes and loaded.dropout == 0.1
 
 
+def test_fit_traces_the_model_once(odd_config, monkeypatch):
+    """Keras builds the compiled loss and metrics from a trace of the whole
+    model made before the step's own; ours take the functional model's
+    output specs instead (`KerasStrategyFixes._symbolic_build`): `fit`
+    traces the model once, in its step, and still has its loss and metric."""
+    from keras_bert_impl.models import bert_task_model
+
+    traced = []
+    check = bert_task_model.check_inputs  # the first thing the classifier's call does
+    monkeypatch.setattr(bert_task_model, "check_inputs",
+                        lambda *args: traced.append(1) or check(*args))
+    model = BertClassifier(BertBackbone.from_bert_config(odd_config), 3)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-3))
+    history = model.fit(make_inputs(), np.array([0, 2, 1], "int32"), batch_size=3,
+                        verbose=0).history
+    assert len(traced) == 1
+    assert set(history) == {"loss", "accuracy"} and np.isfinite(history["loss"][0])
+
+
 def test_classifier_rejects_zero_classes(odd_config):
     with pytest.raises(ValueError, match="num_classes"):
         BertClassifier(BertBackbone.from_bert_config(odd_config), 0)

@@ -75,6 +75,37 @@ class KerasStrategyFixes:
             return
         super()._maybe_symbolic_build(iterator=None, data_batch=data_batch)
 
+    def _symbolic_build(self, iterator=None, data_batch=None):
+        """Builds the compiled loss, metrics and optimizer without tracing the model.
+
+        Keras gets the predictions' specs for them by tracing the whole
+        model into a scratch graph (`compute_output_spec(self, x)`), a
+        second trace on top of the step's own. A functional model whose
+        layers are all built (ours are, at construction) holds those specs
+        as its outputs already: our models' `call` overrides check their
+        inputs and return the functional call's. Only loss and metrics are
+        traced. XLNet's pretrainer, not functional, keeps Keras' way.
+        """
+        from keras.src import backend
+        from keras.src.models.functional import Functional
+
+        if data_batch is None or not isinstance(self, Functional) or not all(
+                layer.built for layer in self._flatten_layers()):
+            return super()._symbolic_build(iterator=iterator, data_batch=data_batch)
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(keras.tree.map_structure(
+            lambda v: None if v is None else keras.KerasTensor(
+                v.shape, backend.standardize_dtype(v.dtype)), data_batch))
+        y_pred = keras.tree.map_structure(lambda t: keras.KerasTensor(t.shape, t.dtype), self.output)
+        if self._compile_metrics is not None and not self._compile_metrics.built:
+            backend.compute_output_spec(self.compute_metrics, x, y, y_pred,
+                                        sample_weight=sample_weight)
+        if self._compile_loss is not None and not self._compile_loss.built:
+            backend.compute_output_spec(self._compute_loss, x, y, y_pred,
+                                        sample_weight=sample_weight, training=False)
+        if self.optimizer is not None and not self.optimizer.built:
+            self.optimizer.build(self.trainable_variables)
+        self._post_build()
+
     def train_step(self, data):
         logs = super().train_step(data)
         if _multi_worker():
