@@ -298,3 +298,28 @@ def test_quick_table5_end_to_end(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Pretraining bert (" not in again.stdout and "done before" in again.stdout
     assert json.load(open(out / "table5.json"))["systems"] == table["systems"]
+
+
+def test_a_failed_pretraining_keeps_its_place_with_its_error(tmp_path, capsys):
+    """Runs without worker processes (`--workers=1`): BERT's corpus does not
+    exist, so its run fails with `training.pretrain`'s own message (its
+    traceback in its log.txt), No NSP and LTR, which read BERT's records,
+    say so, and the systems still come back in order."""
+    from training.ablations import QUICK
+    from training.ablations import AblationsConfig
+    from training.ablations import _pretrain_all
+
+    cfg = AblationsConfig(output_dir=str(tmp_path), workers=1, **QUICK)
+    missing = str(tmp_path / "missing.txt")
+    results = _pretrain_all(cfg, {"train": missing, "heldout": missing}, pool=None)
+    assert list(results) == ["bert", "no_nsp", "ltr", "gpt"]
+    for name in ("bert", "gpt"):
+        assert results[name]["error"].startswith("training.pretrain: SystemExit:"), results[name]
+        assert "missing.txt" in results[name]["error"], results[name]
+        log = (tmp_path / "pretrain" / name / "log.txt").read_text()
+        assert log.startswith(f"$ python -m training.pretrain --model={name}") and "SystemExit" in log
+    for name in ("no_nsp", "ltr"):
+        assert results[name] == {"error": "BERT's pretraining data was not written (see "
+                                          "pretrain/bert/log.txt)."}
+    out = capsys.readouterr().out
+    assert "pretraining bert FAILED: training.pretrain: SystemExit:" in out

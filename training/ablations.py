@@ -12,18 +12,19 @@ after a crash goes on where it stopped, and a finished run only redraws the
 table:
 
 1. the default corpus, written once to `<output_dir>/corpus/`;
-2. pretraining, one `python -m training.pretrain` subprocess per system,
-   into `<output_dir>/pretrain/<system>/`: BERT (MLM + NSP), No NSP and
+2. pretraining, `training.pretrain.run` per system into
+   `<output_dir>/pretrain/<system>/` (its `log.txt` holds the run's
+   output): BERT (MLM + NSP), No NSP and
    LTR & No NSP (the last two read BERT's records and vocabulary: the same
    data, masks undone for LTR) and OpenAI GPT (its BPE vocabulary and token
    windows from the same text). One size (BERT `tiny`, GPT `gpt_tiny`: L=2,
    H=128, A=2), and the same steps, batch, sequence length and
-   learning-rate schedule for all;
+   learning-rate schedule for all. BERT and GPT start together, No NSP and
+   LTR once BERT is done;
 3. the three tasks of `training.ablation_tasks` in `<output_dir>/tasks/`;
 4. fine-tuning of every system on every task with `--seeds` seeds, into
    `<output_dir>/finetune/<system>/<task>/seed<k>/` (its `log.txt` holds the
-   run's output), by `training.finetune.run` called in `--workers` worker
-   processes (TensorFlow starts once per worker, not once per run):
+   run's output), by `training.finetune.run`:
    "+ BiLSTM" is the LTR checkpoint with `--ablation=ltr_bilstm`, "No
    pretraining" a randomly initialized tiny BERT; all with the same
    fine-tuning settings (GPT adds its own auxiliary LM loss, lm_coef 0.5).
@@ -31,6 +32,9 @@ table:
    refuses it): n/a;
 5. `<output_dir>/table5.json`, `<output_dir>/table5.png` and the table,
    printed beside the paper's with a verdict for each of its directions.
+
+Pretraining and fine-tuning runs go to `--workers` worker processes:
+TensorFlow starts once per worker, not once per run.
 
 A system whose pretraining or fine-tuning fails keeps its place in the
 table with the error message; the command then exits with status 1.
@@ -40,7 +44,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 import traceback
@@ -101,8 +104,8 @@ HELP = {
     "batch_size": "Fine-tuning batch size.",
     "learning_rate": "Peak fine-tuning learning rate (10% warmup, then linear decay), for all.",
     "seed": "Pretraining seed; fine-tuning seed k is seed + 1 + k.",
-    "workers": "Processes at once: pretraining runs (two per wave) and fine-tuning workers. "
-               "1: one pretraining at a time, fine-tuning in this process.",
+    "workers": "Worker processes for the pretraining and fine-tuning runs. 1: every run "
+               "in this process, one after the other.",
 }
 
 # What --quick changes, where the flag was left at its default.
@@ -142,13 +145,14 @@ def run(cfg):
             write_json(os.path.join(cfg.output_dir, "settings.json"), settings)
         say(f"Table 5 in miniature -> {cfg.output_dir}\n  {json.dumps(dataclasses.asdict(cfg))}")
         corpus = _write_corpus(cfg)
-        pretraining = _pretrain_all(cfg, corpus)
-        from training.ablation_tasks import write_ablation_tasks
+        with _workers(cfg) as pool:
+            pretraining = _pretrain_all(cfg, corpus, pool)
+            from training.ablation_tasks import write_ablation_tasks
 
-        say("Tasks ...")
-        tasks = write_ablation_tasks(os.path.join(cfg.output_dir, "tasks"), cfg.num_train,
-                                     cfg.num_dev, seed=0)
-        cells = _fine_tune_all(cfg, pretraining)
+            say("Tasks ...")
+            tasks = write_ablation_tasks(os.path.join(cfg.output_dir, "tasks"), cfg.num_train,
+                                         cfg.num_dev, seed=0)
+            cells = _fine_tune_all(cfg, pretraining, pool)
         table = build_table(cfg, pretraining, tasks, cells, time.time() - started)
         write_json(os.path.join(cfg.output_dir, "table5.json"), table)
         plot_table(table, os.path.join(cfg.output_dir, "table5.png"))
@@ -224,113 +228,142 @@ def _write_corpus(cfg):
     return paths
 
 
-def _pretrain_all(cfg, corpus):
+def _pretrain_all(cfg, corpus, pool):
     """Every system's pretraining summary, or `{"error": message}`.
 
-    Up to `--workers` runs at once (a tiny model keeps 2 cores busy only in
-    part, and start-up, data writing and export overlap); No NSP and LTR
-    start once BERT is done: they read its records.
+    In `pool`'s worker processes (`_workers`), or here one after the other
+    when it is None: BERT and GPT first, No NSP and LTR once BERT is done
+    (they read its records).
     """
-    pending, running, results = ["bert", "gpt", "no_nsp", "ltr"], {}, {}
-    while pending or running:
-        for name in list(pending):
-            if len(running) >= max(1, cfg.workers):
-                break
-            if name in ("no_nsp", "ltr") and "bert" not in results:
-                continue
-            pending.remove(name)
-            job = _start_pretraining(cfg, name, corpus)
-            if "done" in job:
-                results[name] = job["done"]
+    config = dataclasses.asdict(cfg)
+    results, running = {}, {}
+
+    def start(name):
+        summary = _pretraining_summary(cfg, name)
+        if summary is not None:  # done before
+            settle(name, summary)
+        elif name in ("no_nsp", "ltr") and not os.path.exists(os.path.join(
+                _pretrain_folder(cfg, "bert"), "data", "train_records", "manifest.json")):
+            settle(name, {"error": "BERT's pretraining data was not written (see "
+                                   "pretrain/bert/log.txt)."})
+        else:
+            say(f"Pretraining {name} ({cfg.pretrain_steps} steps; log "
+                f"{os.path.join(_pretrain_folder(cfg, name), 'log.txt')}) ...")
+            if pool is None:
+                settle(name, _run_pretraining(config, name, corpus), ran=True)
             else:
-                running[name] = job
-        finished = [name for name, job in running.items() if job["process"].poll() is not None]
-        for name in finished:
-            results[name] = _finish_pretraining(cfg, name, running.pop(name))
-        if running and not finished:
-            time.sleep(1)
+                from training import ablations  # workers import it by this name, not as __main__
+
+                running[pool.submit(ablations._run_pretraining, config, name, corpus)] = name
+
+    def settle(name, summary, ran=False):
+        if ran and "error" in summary:
+            say(f"  pretraining {name} FAILED: {summary['error']}")
+        elif ran:
+            say(f"  pretraining {name} done in {summary['wall_seconds']:.0f} s: "
+                f"{pretraining_scores(summary)}")
+        results[name] = summary
+        if name == "bert":
+            start("no_nsp")
+            start("ltr")
+
+    start("bert")
+    start("gpt")
+    while running:
+        import concurrent.futures
+
+        done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+        for future in done:
+            settle(running.pop(future), future.result(), ran=True)
     return {name: results[name] for name in ("bert", "no_nsp", "ltr", "gpt")}
 
 
-def _start_pretraining(cfg, name, corpus):
-    """Starts `training.pretrain` for one system; returns what
-    `_finish_pretraining` waits for (or a result when there is nothing to run)."""
+def _pretrain_folder(cfg, name):
+    return os.path.abspath(os.path.join(cfg.output_dir, "pretrain", name))
+
+
+def _pretraining_summary(cfg, name):
+    """A finished pretraining's `summary.json`, or None."""
+    path = os.path.join(_pretrain_folder(cfg, name), "summary.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _run_pretraining(config, name, corpus):
+    """`training.pretrain.run` for one system, its output in its `log.txt`:
+    its summary, or `{"error": message}` (the traceback goes to the log).
+    Takes plain values: it runs in a worker process."""
+    import keras
+
+    from training import pretrain
+
+    cfg = AblationsConfig(**config)
+    folder = _pretrain_folder(cfg, name)
+    flags = _pretrain_flags(cfg, name, corpus, folder)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "log.txt"), "a", encoding="utf-8") as log:
+        log.write("$ python -m training.pretrain "
+                  + " ".join(f"--{k}={v}" for k, v in flags.items()) + "\n")
+        log.flush()
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                pretrain.run(pretrain.PretrainConfig(**flags), explicit=set(flags))
+        except (Exception, SystemExit) as e:  # noqa: BLE001 (a failed system stays in the table)
+            log.write(traceback.format_exc())
+            return {"error": f"training.pretrain: {type(e).__name__}: {e}"}
+        finally:
+            keras.backend.clear_session()  # one process, many models
+    summary = _pretraining_summary(cfg, name)
+    return summary if summary is not None else {
+        "error": f"training.pretrain wrote no summary.json (see {folder}/log.txt)"}
+
+
+def _pretrain_flags(cfg, name, corpus, folder):
+    """`training.pretrain`'s flags for one system, by name."""
     model, ablation = {"bert": ("bert", ""), "no_nsp": ("bert", "no_nsp"),
                        "ltr": ("bert", "ltr"), "gpt": ("gpt", "")}[name]
-    folder = os.path.abspath(os.path.join(cfg.output_dir, "pretrain", name))
-    summary_path = os.path.join(folder, "summary.json")
-    if os.path.exists(summary_path):
-        with open(summary_path, encoding="utf-8") as f:
-            return {"done": json.load(f)}
-    bert_data = os.path.abspath(os.path.join(cfg.output_dir, "pretrain", "bert", "data"))
     if name in ("no_nsp", "ltr"):  # BERT's records and vocabulary: the same data
-        if not os.path.exists(os.path.join(bert_data, "train_records", "manifest.json")):
-            return {"done": {"error": "BERT's pretraining data was not written (see "
-                                      "pretrain/bert/log.txt)."}}
-        data = [f"--input={bert_data}/train_records", f"--heldout_input={bert_data}/heldout_records",
-                f"--vocab_file={bert_data}/vocab.txt"]
+        bert_data = os.path.join(_pretrain_folder(cfg, "bert"), "data")
+        data = {"input": f"{bert_data}/train_records",
+                "heldout_input": f"{bert_data}/heldout_records",
+                "vocab_file": f"{bert_data}/vocab.txt"}
     else:
-        data = [f"--input={os.path.abspath(corpus['train'])}",
-                f"--heldout_input={os.path.abspath(corpus['heldout'])}"]
+        data = {"input": os.path.abspath(corpus["train"]),
+                "heldout_input": os.path.abspath(corpus["heldout"])}
     steps = cfg.pretrain_steps
-    command = [
-        sys.executable, "-m", "training.pretrain", f"--model={model}", f"--ablation={ablation}",
-        f"--output_dir={folder}", f"--preset={'gpt_tiny' if model == 'gpt' else 'tiny'}",
-        *data, f"--vocab_size={cfg.vocab_size}", f"--num_train_steps={steps}",
-        f"--global_batch_size={cfg.pretrain_batch_size}",
-        f"--max_seq_length={cfg.pretrain_seq_length}",
-        f"--learning_rate={cfg.pretrain_learning_rate}",
-        f"--warmup_steps={cfg.pretrain_warmup_steps}", f"--seed={cfg.seed}",
-        f"--checkpoint_every_steps={max(1, steps // 4)}",
-        f"--log_every_steps={max(1, steps // 10)}",
-        f"--dupe_factor={1 if cfg.quick else 5}", f"--fill_mask_examples={0 if cfg.quick else 2}"]
-    os.makedirs(folder, exist_ok=True)
-    log_path = os.path.join(folder, "log.txt")
-    say(f"Pretraining {name} ({steps} steps; log {log_path}) ...")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 (closed by _finish_pretraining)
-    log.write(f"$ {' '.join(command)}\n")
-    log.flush()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return {"process": process, "log": log, "start": time.time()}
+    return {
+        "model": model, "ablation": ablation, "output_dir": folder,
+        "preset": "gpt_tiny" if model == "gpt" else "tiny", **data,
+        "vocab_size": cfg.vocab_size, "num_train_steps": steps,
+        "global_batch_size": cfg.pretrain_batch_size, "max_seq_length": cfg.pretrain_seq_length,
+        "learning_rate": cfg.pretrain_learning_rate, "warmup_steps": cfg.pretrain_warmup_steps,
+        "seed": cfg.seed, "checkpoint_every_steps": max(1, steps // 4),
+        "log_every_steps": max(1, steps // 10), "dupe_factor": 1 if cfg.quick else 5,
+        "fill_mask_examples": 0 if cfg.quick else 2}
 
 
-def _finish_pretraining(cfg, name, job):
-    if "done" in job:
-        return job["done"]
-    code = job["process"].wait()
-    job["log"].close()
-    folder = os.path.join(cfg.output_dir, "pretrain", name)
-    summary_path = os.path.join(folder, "summary.json")
-    if code or not os.path.exists(summary_path):
-        message = (f"training.pretrain exited with status {code}: "
-                   f"{_last_lines(os.path.join(folder, 'log.txt'))}")
-        say(f"  pretraining {name} FAILED: {message}")
-        return {"error": message}
-    with open(summary_path, encoding="utf-8") as f:
-        summary = json.load(f)
-    say(f"  pretraining {name} done in {time.time() - job['start']:.0f} s: "
-        f"{pretraining_scores(summary)}")
-    return summary
+@contextlib.contextmanager
+def _workers(cfg):
+    """`--workers` worker processes for the pretraining and fine-tuning runs
+    (spawned: each starts TensorFlow once and runs its share in-process), or
+    None with `--workers=1` (the runs go one after the other here)."""
+    if cfg.workers < 2:
+        yield None
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(
+            cfg.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=keras_extras.leave_out_of_keras) as pool:
+        yield pool
 
 
-def _last_lines(path, count=6):
-    """The log's last lines that are not TensorFlow start-up noise."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        lines = [line.rstrip() for line in f if line.strip()]
-    noise = ("I0000", "W0000", "E0000", "WARNING: All log messages")
-    lines = [line for line in lines if not line.startswith(noise)]
-    return " | ".join(lines[-count:])
-
-
-def _fine_tune_all(cfg, pretraining):
-    """`{(system, task): {"seeds": [...], "errors": [...]} or {"na": why}}`.
-
-    With `--workers` >= 2 the runs go to that many worker processes (each
-    starts TensorFlow once and runs its share in-process); else here.
-    """
+def _fine_tune_all(cfg, pretraining, pool):
+    """`{(system, task): {"seeds": [...], "errors": [...]} or {"na": why}}`,
+    the runs in `pool` (or here when it is None)."""
     cells, jobs = {}, []
     for system in SYSTEMS:
         for task in TASKS:
@@ -347,19 +380,13 @@ def _fine_tune_all(cfg, pretraining):
                 continue
             jobs += [(system.name, task.name, k) for k in range(cfg.seeds)]
     config = dataclasses.asdict(cfg)
-    if cfg.workers < 2:
+    if pool is None:
         results = [_run_cell(config, *job) for job in jobs]
     else:
-        import concurrent.futures
-        import multiprocessing
-
         from training import ablations  # workers import it by this name, not as __main__
 
-        with concurrent.futures.ProcessPoolExecutor(
-                cfg.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=keras_extras.leave_out_of_keras) as pool:
-            results = list(pool.map(ablations._run_cell, [config] * len(jobs),
-                                    *zip(*jobs)) if jobs else [])
+        results = list(pool.map(ablations._run_cell, [config] * len(jobs),
+                                *zip(*jobs)) if jobs else [])
     for (system, task, _), result in zip(jobs, results):
         cell = cells[system, task]
         if "error" in result:
