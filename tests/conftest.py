@@ -25,23 +25,13 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # against 6.1 s and 12.9 s with two, whose threads spin between calls.
     for _pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_pool, str(_SHARE))
-# One XLA compilation cache for the whole run, shared by both workers and
-# every command they run: our fused kernels (LayerNorm, GELU, dropout,
-# losses) are XLA-compiled per shape, and the same shapes come back in test
-# after test and command after command. Made by the controller (or a run
-# without workers), which every worker and command inherits, and removed
-# when that run ends. Measured, a 6-step `tiny` pretraining command on one
-# core: 9.6-10.4 s wall with the cache filled against 11.1-11.8 s without.
-if "PYTEST_XDIST_WORKER" not in os.environ and "KBI_TESTS_XLA_CACHE" not in os.environ:
-    import tempfile
+import xla_cache  # noqa: E402  (pytest put this folder on sys.path)
 
-    os.environ["KBI_TESTS_XLA_CACHE"] = tempfile.mkdtemp(prefix="kbi-tests-xla-")
-    os.environ["TF_XLA_FLAGS"] = " ".join(filter(None, [
-        os.environ.get("TF_XLA_FLAGS", ""),
-        "--tf_xla_persistent_cache_directory=" + os.environ["KBI_TESTS_XLA_CACHE"]]))
-    _OWN_XLA_CACHE = os.environ["KBI_TESTS_XLA_CACHE"]
-else:
-    _OWN_XLA_CACHE = None
+# The run's XLA compilation cache (`tests/xla_cache.py`): the controller (or
+# a run without workers) makes its pool, every process inherits the name.
+_OWN_XLA_POOL = None
+if "PYTEST_XDIST_WORKER" not in os.environ and xla_cache.POOL not in os.environ:
+    _OWN_XLA_POOL = xla_cache.make_pool()
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
@@ -49,6 +39,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from keras_bert_impl import BertConfig  # noqa: E402
+
+# This process's own folder of the cache, published to the pool between tests.
+_XLA_FOLDER = xla_cache.private_folder()
+if _XLA_FOLDER:
+    xla_cache.use(_XLA_FOLDER)
 
 # TensorFlow and Keras leave ~1M long-lived objects behind their imports;
 # frozen, no garbage collection walks them again (each full collection
@@ -62,6 +57,9 @@ def _fresh_keras_state():
     keras.config.set_dtype_policy("float32")
     keras.utils.set_random_seed(1234)
     yield
+    if _XLA_FOLDER:  # nothing compiles between tests
+        xla_cache.publish(_XLA_FOLDER)
+        xla_cache.refresh(_XLA_FOLDER)
     keras.config.set_dtype_policy("float32")
     # Without the full garbage collection clear_session() runs by default:
     # Python's own collector still frees cycles as the suite goes.
@@ -113,7 +111,5 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_unconfigure(config):
     """The run's XLA cache goes with the run that made it."""
-    if _OWN_XLA_CACHE:
-        import shutil
-
-        shutil.rmtree(_OWN_XLA_CACHE, ignore_errors=True)
+    if _OWN_XLA_POOL:
+        xla_cache.remove(_OWN_XLA_POOL)

@@ -22,6 +22,10 @@ leaves them out (`training.keras_extras`). Tests of exactly those (the
 console at start-up, what a command imports, a fresh process serving a
 SavedModel) and the README's main job run `subprocess.run` instead.
 
+Each command compiles XLA kernels into a folder of its own that starts with
+the run's compiled entries and gives its new ones back when it exits with
+status 0 (`xla_cache`).
+
 The server is started with the command's environment, less the variables
 in `PER_COMMAND` (read when used, not at import), so the values TensorFlow
 and Python read at start-up are the command's own; another environment
@@ -42,6 +46,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+
+import xla_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Read when a command uses them, not when TensorFlow or Python start: they may
@@ -289,14 +295,20 @@ def _serve(address):
         if os.fork() == 0:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            request = json.loads(data)
+            xla_folder = xla_cache.private_folder() if xla_cache.POOL in request["env"] else None
             pid = os.fork()
             if pid == 0:
                 conn.close()
-                return json.loads(data), fds
+                return request, fds, xla_folder
             for fd in fds:
                 os.close(fd)
             conn.sendall(f"{pid}\n".encode())
             _, status = os.waitpid(pid, 0)
+            if xla_folder:
+                if status == 0:  # a killed command may have been writing an entry
+                    xla_cache.publish(xla_folder)
+                xla_cache.remove(xla_folder)
             conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
             os._exit(0)
         conn.close()
@@ -304,13 +316,15 @@ def _serve(address):
             os.close(fd)
 
 
-def _become(request, fds):
+def _become(request, fds, xla_folder):
     """Turns this forked process into `python *args` as `subprocess.run`
     would start it; returns the code to run as `__main__`."""
     os.setsid()  # its own process group: a timeout kills it and what it started
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if xla_folder:
+        xla_cache.use(xla_folder)
     tempfile.tempdir = None  # TMPDIR is the command's
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, target in ((null, 0), (fds[0], 1), (fds[1], 2)):

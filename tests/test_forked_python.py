@@ -115,3 +115,55 @@ def test_a_dead_server_is_replaced(tmp_path):
     result = run_python(["-c", "print('after')"], tmp_path, ENV)
     assert (result.returncode, result.stdout) == (0, "after\n")
     assert forked_python._server_for(ENV) is not server
+
+
+_COMPILE = """\
+import os, subprocess, sys, time
+import numpy as np
+import tensorflow as tf
+print("TF_XLA_FLAGS" in os.environ,
+      subprocess.run([sys.executable, "-c", "import os; print('TF_XLA_FLAGS' in os.environ)"],
+                     capture_output=True, text=True).stdout.strip(), flush=True)
+size = int(sys.argv[1])  # a shape no other test compiles: a new entry
+tf.function(lambda x: tf.nn.relu(x) * 3.0, jit_compile=True)(tf.ones([size])).numpy()
+print("compiled", flush=True)
+if sys.argv[2] == "wait":
+    time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("KBI_TESTS_FORK") == "0", reason="no server without forking")
+def test_commands_share_xla_entries_only_whole_and_only_their_own(tmp_path):
+    """`tests/xla_cache.py`: a command compiles into a folder of its own (its
+    environment and its children's do not name it) and its entries reach
+    the run's pool when it exits with status 0; a killed command's do not
+    (it may have been cut off mid-write). This worker's own folder is used
+    without `TF_XLA_FLAGS` in its environment."""
+    import xla_cache
+
+    pool = os.environ[xla_cache.POOL]
+    entries = lambda: {n for n in os.listdir(pool) if n.endswith(".pb")}  # noqa: E731
+    size = 4096 + 2 * (os.getpid() % 1000)
+    before = entries()
+    result = run_python(["-c", _COMPILE, str(size), "exit"], tmp_path, ENV, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["False False", "compiled"]
+    published = entries() - before
+    assert len(published) == 1, published
+    assert all(os.path.getsize(os.path.join(pool, n)) > 0 for n in published)
+
+    killed = start_python(["-c", _COMPILE, str(size + 1), "wait"], tmp_path, ENV)
+    deadline = time.time() + 120
+    while "compiled" not in killed.outputs()[0] and time.time() < deadline:
+        time.sleep(0.1)
+    killed.kill_group()
+    assert killed.wait(30) == -signal.SIGKILL
+    assert entries() - before == published
+
+    import conftest
+    import tensorflow as tf
+
+    assert "tf_xla_persistent_cache_directory" not in os.environ.get("TF_XLA_FLAGS", "")
+    mine = set(os.listdir(conftest._XLA_FOLDER))
+    tf.function(lambda x: x * 5.0, jit_compile=True)(tf.ones([size + 3])).numpy()
+    assert len(set(os.listdir(conftest._XLA_FOLDER)) - mine) == 1
