@@ -62,8 +62,6 @@ from training.config_flags import define_flags
 from training.config_flags import from_flags
 from training.pretrain_common import write_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @dataclasses.dataclass(frozen=True)
 class AblationsConfig:
