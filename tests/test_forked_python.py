@@ -124,8 +124,9 @@ import tensorflow as tf
 print("TF_XLA_FLAGS" in os.environ,
       subprocess.run([sys.executable, "-c", "import os; print('TF_XLA_FLAGS' in os.environ)"],
                      capture_output=True, text=True).stdout.strip(), flush=True)
-size = int(sys.argv[1])  # a shape no other test compiles: a new entry
-tf.function(lambda x: tf.nn.relu(x) * 3.0, jit_compile=True)(tf.ones([size])).numpy()
+def xla_cache_probe(x):  # its name is in its cache entry; no other test compiles it
+    return tf.nn.relu(x) * float(sys.argv[1])
+tf.function(xla_cache_probe, jit_compile=True)(tf.ones([8])).numpy()
 print("compiled", flush=True)
 if sys.argv[2] == "wait":
     time.sleep(60)
@@ -141,29 +142,38 @@ def test_commands_share_xla_entries_only_whole_and_only_their_own(tmp_path):
     without `TF_XLA_FLAGS` in its environment."""
     import xla_cache
 
+    def probes(folder):  # entries of `xla_cache_probe`, whatever else the run adds meanwhile
+        found = []
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".pb"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    if b"xla_cache_probe" in f.read():
+                        found.append(name)
+        return found
+
     pool = os.environ[xla_cache.POOL]
-    entries = lambda: {n for n in os.listdir(pool) if n.endswith(".pb")}  # noqa: E731
-    size = 4096 + 2 * (os.getpid() % 1000)
-    before = entries()
-    result = run_python(["-c", _COMPILE, str(size), "exit"], tmp_path, ENV, timeout=120)
+    assert probes(pool) == []
+    result = run_python(["-c", _COMPILE, "3", "exit"], tmp_path, ENV, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.splitlines() == ["False False", "compiled"]
-    published = entries() - before
-    assert len(published) == 1, published
-    assert all(os.path.getsize(os.path.join(pool, n)) > 0 for n in published)
+    assert len(probes(pool)) == 1  # a whole entry: TensorFlow wrote and closed it
 
-    killed = start_python(["-c", _COMPILE, str(size + 1), "wait"], tmp_path, ENV)
+    killed = start_python(["-c", _COMPILE, "5", "wait"], tmp_path, ENV)  # another constant
     deadline = time.time() + 120
     while "compiled" not in killed.outputs()[0] and time.time() < deadline:
         time.sleep(0.1)
     killed.kill_group()
     assert killed.wait(30) == -signal.SIGKILL
-    assert entries() - before == published
+    assert len(probes(pool)) == 1
 
     import conftest
     import tensorflow as tf
 
     assert "tf_xla_persistent_cache_directory" not in os.environ.get("TF_XLA_FLAGS", "")
-    mine = set(os.listdir(conftest._XLA_FOLDER))
-    tf.function(lambda x: x * 5.0, jit_compile=True)(tf.ones([size + 3])).numpy()
-    assert len(set(os.listdir(conftest._XLA_FOLDER)) - mine) == 1
+    before = len(probes(conftest._XLA_FOLDER))
+
+    def xla_cache_probe(x):
+        return x * 7.0
+
+    tf.function(xla_cache_probe, jit_compile=True)(tf.ones([8])).numpy()
+    assert len(probes(conftest._XLA_FOLDER)) == before + 1
