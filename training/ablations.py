@@ -267,9 +267,9 @@ def _pretrain_all(cfg, corpus, pool):
 
     start("bert")
     start("gpt")
-    while running:
-        import concurrent.futures
+    import concurrent.futures
 
+    while running:
         done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
         for future in done:
             settle(running.pop(future), future.result(), ran=True)
