@@ -713,6 +713,16 @@ def case_pretrain_batch_size_zero(a, out):
     return _pretrain(a, out, global_batch_size=0)
 
 
+@case(1, lambda a, out: ["--batch_slices=-1"], "absent")
+def case_pretrain_batch_slices_negative(a, out):
+    return _pretrain(a, out, batch_slices=-1)
+
+
+@case(1, lambda a, out: ["--batch_slices=9", "--global_batch_size=8"], "absent")
+def case_pretrain_batch_slices_above_the_batch(a, out):
+    return _pretrain(a, out, batch_slices=9, global_batch_size=8)
+
+
 @case(1, lambda a, out: ["--num_train_steps=-5"], "absent")
 def case_pretrain_negative_steps(a, out):
     return _pretrain(a, out, num_train_steps=-5)

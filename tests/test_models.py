@@ -6,6 +6,7 @@ from conftest import make_inputs
 from helpers import assert_keras_save_load_equal
 
 from keras_bert_impl import BertBackbone
+from keras_bert_impl import BertCausalLMPretrainer
 from keras_bert_impl import BertMaskedLMPretrainer
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl.layers import FastDropout
@@ -65,6 +66,76 @@ def test_pretrainer_fit_and_save(odd_config, tmp_path):
     assert len(model.trainable_weights) == len({id(w) for w in model.trainable_weights})
     loaded = assert_keras_save_load_equal(model, x, tmp_path)
     assert loaded.masked_lm_head.word_embedding is loaded.backbone.word_embedding
+
+
+@pytest.mark.parametrize("cls", [BertPretrainer, BertMaskedLMPretrainer, BertCausalLMPretrainer])
+def test_batch_slices_train_as_the_whole_batch(odd_config, cls):
+    """A training batch run as 2 slices side by side (`BatchSlices`) gives
+    the whole batch's outputs and gradients (no dropout here), with 4, 3
+    and 1 rows (an empty slice); inference is never sliced."""
+    import dataclasses
+
+    config = dataclasses.replace(odd_config, hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0)
+    causal = cls is BertCausalLMPretrainer
+    model = cls(BertBackbone.from_bert_config(config, causal=causal))
+    for batch in (4, 3, 1):
+        x = make_inputs(batch=batch, predictions=None if causal else 3, seed=batch)
+        results = []
+        for slices in (1, 2):
+            model.batch_slices = slices
+            with tf.GradientTape() as tape:
+                outputs = model(x, training=True)
+                loss = sum(tf.reduce_sum(tf.sin(o)) for o in outputs.values())
+            results.append((outputs, tape.gradient(loss, model.trainable_weights)))
+        (whole, whole_grads), (sliced, sliced_grads) = results
+        for name in whole:
+            assert sliced[name].shape == whole[name].shape
+            np.testing.assert_allclose(sliced[name], whole[name], rtol=1e-5, atol=1e-5)
+        for a, b in zip(whole_grads, sliced_grads):
+            assert (a is None) == (b is None)  # the pooler of a masked-LM-only model
+            if a is not None:
+                np.testing.assert_allclose(tf.convert_to_tensor(b), tf.convert_to_tensor(a),
+                                           rtol=1e-4, atol=1e-5)
+    # Sliced, the training call runs the functional graph once per slice;
+    # an inference call runs it once.
+    from unittest import mock
+
+    from keras.src.models.functional import Functional
+
+    calls, functional_call = [], Functional.call
+    model.batch_slices = 2
+    x = make_inputs(batch=4, predictions=None if causal else 3)
+    with mock.patch.object(Functional, "call", lambda self, *a, **k: (calls.append(
+            k.get("training")) if self is model else None) or functional_call(self, *a, **k)):
+        model(x, training=True)
+        model(x, training=False)
+        model.predict(x, verbose=0)
+    assert calls == [True, True, False, False], calls
+
+
+def test_batch_slices_fit_as_the_whole_batch(odd_config):
+    """`fit` with 2 slices makes the same updates as whole batches (no
+    dropout): the losses are computed on the concatenated outputs."""
+    import dataclasses
+
+    config = dataclasses.replace(odd_config, hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0)
+    x = make_inputs(batch=6, predictions=3)
+    y, sw = _targets(x)
+    weights = None
+    for slices in (1, 2):
+        keras.utils.set_random_seed(5)
+        model = BertPretrainer(BertBackbone.from_bert_config(config))
+        model.batch_slices = slices
+        model.compile(optimizer=keras.optimizers.SGD(0.5))
+        history = model.fit(x, y, sample_weight=sw, epochs=2, batch_size=6, verbose=0).history
+        if weights is None:
+            weights, losses = [np.array(w) for w in model.weights], history["loss"]
+            continue
+        np.testing.assert_allclose(history["loss"], losses, rtol=1e-5)
+        for a, b in zip(weights, model.weights):
+            np.testing.assert_allclose(np.array(b), a, rtol=1e-4, atol=1e-6)
 
 
 def test_fit_and_evaluate_turn_off_the_autotuning_thread_that_delays_their_end(

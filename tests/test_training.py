@@ -318,6 +318,14 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     assert log.startswith("=== ") and "absl::InitializeLog" in log and CPP_LOG_LINE.search(log)
     summary = json.load(open(tmp_path / "pretrain_output" / "summary.json"))
     assert summary["batches_trained"] == 3000
+    # Each batch in 2 slices side by side where two ops can run at once
+    # (not in the suite's workers: one inter-op thread each).
+    from training.distribution import cpu_batch_slices
+
+    slices = cpu_batch_slices(0)
+    assert summary["batch_slices"] == slices
+    assert summary["op_threads"] == (int(os.environ.get("TF_NUM_INTRAOP_THREADS") or max(
+        1, len(os.sched_getaffinity(0)) // 2)) if slices > 1 else None), summary
     # A wide margin over always guessing the most frequent masked token
     # (measured 0.160 vs 0.0435 on 2 cores).
     baseline = summary["baseline_masked_lm_accuracy"]
@@ -395,6 +403,44 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     np.testing.assert_allclose(_logged_losses(outputs[0][0]), single_losses, rtol=2e-4)
     _assert_weights_match(os.path.join(shared, "export", "pretrainer.keras"), single_keras,
                           "2 workers")
+
+
+def test_batch_slices_and_op_threads_follow_the_cores():
+    """`cpu_batch_slices(0)` is 2 where two ops can run at once on two
+    cores, else 1 (one core, or one inter-op thread); `cpu_op_threads` sets
+    TensorFlow's op threads to cores // slices before TensorFlow starts,
+    leaves `TF_NUM_INTRAOP_THREADS` alone, and says None where TensorFlow
+    already runs with other threads."""
+    script = (
+        "import os, sys\n"
+        "from training.distribution import cpu_batch_slices, cpu_op_threads\n"
+        "auto = cpu_batch_slices(0)\n"
+        "os.environ['TF_NUM_INTEROP_THREADS'] = '1'\n"
+        "one_inter = cpu_batch_slices(0)\n"
+        "del os.environ['TF_NUM_INTEROP_THREADS']\n"
+        "cores = os.sched_getaffinity(0)\n"
+        "os.sched_setaffinity(0, [min(cores)])\n"
+        "one_core = cpu_batch_slices(0)\n"
+        "os.sched_setaffinity(0, cores)\n"
+        "print(auto, one_inter, one_core, cpu_batch_slices(3))\n"
+        "print(cpu_op_threads(2))\n"
+        "import tensorflow as tf\n"
+        "tf.constant(1) + 1\n"
+        "print(tf.config.threading.get_intra_op_parallelism_threads(), cpu_op_threads(1))\n"
+        "os.environ['TF_NUM_INTRAOP_THREADS'] = '3'\n"
+        "print(cpu_op_threads(2))\n")
+    env = {k: v for k, v in ENV.items() if k not in ("TF_NUM_INTRAOP_THREADS",
+                                                      "TF_NUM_INTEROP_THREADS")}
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    cores = len(os.sched_getaffinity(0))
+    share = max(1, cores // 2)
+    # One slice wants every core: no longer possible once TensorFlow runs.
+    later = "None" if cores != share else str(cores)
+    assert result.stdout.split() == [
+        "2" if cores >= 2 else "1", "1", "1", "3",
+        str(share), str(share), later, "3"], result.stdout
 
 
 def test_strategy_errors_say_what_is_missing(monkeypatch):

@@ -58,6 +58,7 @@ class PretrainConfig:
     global_batch_size: int = 32
     shuffle_buffer: int = 10_000
     length_grouping: int = 16
+    batch_slices: int = 0
     num_train_steps: int = 0
     checkpoint_every_steps: int = 500
     steps_per_execution: int = 1
@@ -129,6 +130,11 @@ HELP = {
                        "each batch to its longest row (a multiple of 16): less compute on "
                        "padding, the same records. 0: every batch max_seq_length long. Used "
                        "with one replica (the default strategy) only.",
+    "batch_slices": "BERT on CPU (the default strategy, no GPU or TPU): run each training batch "
+                    "as this many slices side by side, each with its share of the cores' op "
+                    "threads (ops of a small model do not fill several cores; the same values "
+                    "up to float rounding, other dropout draws). 0: 2 where two ops can run at "
+                    "once on two cores, else 1 (whole batches). Ignored elsewhere.",
     "num_train_steps": "Optimizer updates; 0: the model's main-job default (BERT 3000, GPT 1000: "
                        "its LM loss on every position costs ~3x BERT's per step; ELMo 1000 "
                        "of 16 streams: ~4 minutes on two CPU cores; XLNet 1000 of 32 x 64 "
@@ -237,8 +243,9 @@ def make_recipe(cfg):
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
 
 
-def train(cfg, recipe, strategy, train_source, vocab_size):
-    """Builds, restores and fits; returns (model, model_config, step, nan)."""
+def train(cfg, recipe, strategy, train_source, vocab_size, slices=1):
+    """Builds, restores and fits (each batch in `slices`, `BatchSlices`); returns
+    (model, model_config, step, nan)."""
     import keras
     import tensorflow as tf
 
@@ -273,6 +280,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
         checkpoint = TrainingCheckpoint(model, os.path.join(cfg.output_dir, "checkpoints"),
                                         strategy=strategy)
         step = checkpoint.restore_latest()
+    if slices > 1:
+        model.batch_slices = slices
     if step:
         say(f"Resuming at batch {step} of {total_batches} from {checkpoint.directory}")
         if hasattr(recipe, "after_restore"):  # XLNet: state a restore cannot give back
@@ -317,8 +326,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size):
     objective = getattr(recipe, "ablation", cfg.ablation)  # BERT on RoBERTa's rows: no_nsp
     say(f"Training {what} {recipe.name}{f' ({objective})' if objective else ''} "
         f"({model.count_params():,} parameters) for {total_batches} batches of "
-        f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s), "
-        f"checkpoint every {interval}")
+        f"{cfg.global_batch_size} on {strategy.num_replicas_in_sync} replica(s)"
+        f"{f' in {slices} slices side by side' if slices > 1 else ''}, checkpoint every {interval}")
     model.fit(dataset, epochs=total_batches // interval, initial_epoch=step // interval,
               steps_per_epoch=interval, callbacks=[saver, log], verbose=0,
               shuffle=False)  # the dataset orders itself (seeded, resumable)
@@ -374,14 +383,23 @@ def run(cfg, explicit=None):
         import keras
 
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    from training.distribution import cpu_batch_slices
+    from training.distribution import cpu_only
+    from training.distribution import cpu_op_threads
     from training.distribution import make_strategy
 
+    # BERT's batches in slices side by side on a CPU (`BatchSlices`); the
+    # op threads only where this process has not started TensorFlow yet.
+    slices = cpu_batch_slices(cfg.batch_slices) if cfg.model == "bert" and cpu_only(
+        cfg.strategy, cfg.tpu) else 1
+    op_threads = cpu_op_threads(slices) if slices > 1 else None
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     train_source, heldout_source, vocab_file = recipe.prepare_data()
     for source in (train_source, heldout_source):
         verify_records(source)  # a bad shard named now, not mid-run by a DataLossError
     vocab_size = recipe.vocab_size(train_source, vocab_file)
-    model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size)
+    model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size,
+                                                 slices)
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
@@ -390,7 +408,8 @@ def run(cfg, explicit=None):
         return
     if strategy.num_replicas_in_sync > 1 or role:
         model = _local_copy(recipe, model, vocab_size)  # evaluate and export outside the strategy
-    summary = {"batches_trained": step, "replicas": strategy.num_replicas_in_sync}
+    summary = {"batches_trained": step, "replicas": strategy.num_replicas_in_sync,
+               "batch_slices": slices, "op_threads": op_threads}
     summary.update(recipe.evaluate(model, model_config, heldout_source, train_source, vocab_file))
     from training.curves import write_heldout_scalars
     from training.curves import write_training_curves

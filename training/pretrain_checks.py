@@ -51,12 +51,15 @@ def check_flags(cfg):
     check_at_least(cfg, {
         "vocab_size": 1, "max_seq_length": 2, "max_predictions_per_seq": 1, "dupe_factor": 1,
         "global_batch_size": 1, "shuffle_buffer": 0, "length_grouping": 0,
-        "num_train_steps": 1, "checkpoint_every_steps": 1, "steps_per_execution": 1,
+        "batch_slices": 0, "num_train_steps": 1, "checkpoint_every_steps": 1, "steps_per_execution": 1,
         "learning_rate": 0.0, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 0.0,
         "gradient_accumulation_steps": 1, "data_workers": 1, "log_every_steps": 1,
         "fill_mask_examples": 0})
     if not cfg.learning_rate > 0:
         raise SystemExit(f"--learning_rate={cfg.learning_rate}: must be > 0.")
+    if cfg.batch_slices > cfg.global_batch_size:
+        raise SystemExit(f"--batch_slices={cfg.batch_slices}: at most --global_batch_size="
+                         f"{cfg.global_batch_size} (a slice holds at least one row).")
     from training.distribution import STRATEGIES
 
     check_one_of(cfg, "strategy", STRATEGIES)

@@ -6,6 +6,7 @@ from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.metrics import SparseAccuracy
+from keras_bert_impl.models.batch_slices import BatchSlices
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
 from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
@@ -64,8 +65,9 @@ def compile_from_saved_config(model, config):
         model.optimizer.build(model.trainable_variables)
 
 
-class _Pretrainer(KerasStrategyFixes, keras.Model):
-    """What both pretrainers share: input checks, config, compile restore."""
+class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):
+    """What the pretrainers share: input checks, config, compile restore, and
+    training batches sliced over CPU cores (`BatchSlices`)."""
 
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
