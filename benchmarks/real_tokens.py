@@ -14,7 +14,7 @@ round reads the next batches of its own stream; the same batches are read
 once more, untimed, to count their real tokens.
 
 A setting is `--length_grouping`, then options after colons: `bf16`
-(`--mixed_precision`), `sN` (`--batch_slices=N`; default the main job's).
+(`--mixed_precision`), `sN` (`--batch_slices=N`; default the main job's choice).
 
     python benchmarks/real_tokens.py                     # 4 rounds of 50 steps
     python benchmarks/real_tokens.py --settings=16:s1,16 --rounds=6
