@@ -318,6 +318,10 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     assert log.startswith("=== ") and "absl::InitializeLog" in log and CPP_LOG_LINE.search(log)
     summary = json.load(open(tmp_path / "pretrain_output" / "summary.json"))
     assert summary["batches_trained"] == 3000
+    # bfloat16 where the CPU has the instructions for it.
+    from training.distribution import auto_mixed_precision
+
+    assert summary["mixed_precision"] is auto_mixed_precision("bert", "auto"), summary
     # Each batch in 2 slices side by side where two ops can run at once
     # (not in the suite's workers: one inter-op thread each).
     from training.distribution import cpu_batch_slices
@@ -371,10 +375,13 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     masked-LM loss is a weighted mean per replica, averaged over replicas
     (as the original on TPU cores), and Adam's normalised step turns a tiny
     gradient difference on a near-zero gradient into a difference of order
-    lr (1e-3) a step, so 12 steps bound a weight's difference by ~1.2e-2. Clipping is off because it is per replica (as the original);
+    lr (1e-3) a step, so 12 steps bound a weight's difference by ~1.2e-2.
+    Clipping is off because it is per replica (as the original);
     length grouping is for one replica only. The one-device run is shared by
     both comparisons."""
-    flags = dict(shuffle_buffer=0, clip_norm=0, length_grouping=0)
+    # float32 everywhere: not given, the one device would train in bfloat16
+    # on a CPU with bfloat16 instructions, the strategies in float32.
+    flags = dict(shuffle_buffer=0, clip_norm=0, length_grouping=0, mixed_precision=False)
     single = str(tmp_path / "single")
     result = _run_pretrain(_pretrain_args(records, single, **flags))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -395,7 +402,8 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
 
     shared = str(tmp_path / "multi")
     outputs = run_workers(["training.pretrain", *_pretrain_args(
-        records, shared, strategy="multi_worker", shuffle_buffer=0, clip_norm=0)], ENV, ROOT)
+        records, shared, strategy="multi_worker", shuffle_buffer=0, clip_norm=0,
+        mixed_precision=False)], ENV, ROOT)
     reads = [[line for line in out.splitlines() if line.startswith("Input pipeline")] for out, _ in outputs]
     assert reads[0] == ["Input pipeline 0 of 2 reads shard-00000.tfrecord, shard-00002.tfrecord"]
     assert reads[1] == ["Input pipeline 1 of 2 reads shard-00001.tfrecord, shard-00003.tfrecord"]
@@ -441,6 +449,57 @@ def test_batch_slices_and_op_threads_follow_the_cores():
     assert result.stdout.split() == [
         "2" if cores >= 2 else "1", "1", "1", "3",
         str(share), str(share), later, "3"], result.stdout
+
+
+def test_cpu_bfloat16_reads_the_cpu_flags(tmp_path):
+    """bfloat16 instructions are read from the CPU's flags: AVX-512 BF16 or
+    AMX-BF16; a CPU without them, or no cpuinfo, says no."""
+    from training.distribution import cpu_bfloat16
+
+    cpuinfo = tmp_path / "cpuinfo"
+    for flags_line, expected in (("fpu avx2 avx512f avx512_bf16 avx512_vnni", True),
+                                 ("fpu avx2 amx_bf16 amx_tile", True),
+                                 ("fpu avx2 avx512f avx512_vnni avx512_fp16", False)):
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags_line}\n\n"
+                           f"processor\t: 1\nflags\t\t: {flags_line}\n")
+        assert cpu_bfloat16(str(cpuinfo)) is expected, flags_line
+    assert cpu_bfloat16(str(tmp_path / "missing")) is False
+
+
+def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_path, monkeypatch):
+    """`--mixed_precision` is a three-way flag: given, not given (None),
+    `--nomixed_precision`. Not given: on for BERT with the default strategy
+    on a CPU with bfloat16 instructions only, and a resumed run keeps the
+    choice its `run_config.json` recorded."""
+    from absl import flags
+
+    import training.distribution
+    from training import pretrain
+    from training.config_flags import define_flags
+    from training.config_flags import from_flags
+
+    for argv, expected in (([], None), (["--mixed_precision"], True),
+                           (["--nomixed_precision"], False)):
+        values = flags.FlagValues()
+        define_flags(pretrain.PretrainConfig, pretrain.HELP, values)
+        values(["pretrain", *argv])
+        assert from_flags(pretrain.PretrainConfig, values).mixed_precision is expected, argv
+    for has_bfloat16 in (True, False):
+        monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda has=has_bfloat16: has)
+        cases = {("bert", "auto", ""): has_bfloat16, ("bert", "cpu", ""): has_bfloat16,
+                 ("bert", "mirrored", ""): False, ("bert", "auto", "local"): False,
+                 ("gpt", "auto", ""): False, ("xlnet", "auto", ""): False}
+        for (model, strategy, tpu), expected in cases.items():
+            cfg = pretrain.PretrainConfig(model=model, strategy=strategy, tpu=tpu,
+                                          output_dir=str(tmp_path / "new"))
+            assert pretrain._unset_mixed_precision(cfg) is expected, (model, strategy, tpu)
+    monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda: True)
+    run = tmp_path / "run"
+    run.mkdir()
+    for saved in (False, True):
+        (run / "run_config.json").write_text(json.dumps({"mixed_precision": saved}))
+        cfg = pretrain.PretrainConfig(output_dir=str(run))
+        assert pretrain._unset_mixed_precision(cfg) is saved
 
 
 def test_strategy_errors_say_what_is_missing(monkeypatch):

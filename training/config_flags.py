@@ -10,12 +10,14 @@ import typing
 
 from absl import flags
 
-_DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
-           str: flags.DEFINE_string}
+# `bool | None`: a bool flag whose default None means "not given: decide
+# at run time" (`--x` sets True, `--nox` False).
+_DEFINE = {bool: flags.DEFINE_bool, bool | None: flags.DEFINE_bool, int: flags.DEFINE_integer,
+           float: flags.DEFINE_float, str: flags.DEFINE_string}
 
 
-def define_flags(cls, help_texts):
-    """Defines `--<field>` for every field of dataclass `cls`.
+def define_flags(cls, help_texts, flag_values=flags.FLAGS):
+    """Defines `--<field>` for every field of dataclass `cls` in `flag_values`.
 
     `help_texts` maps field name -> help; a field without one is an error
     (every flag says what it does).
@@ -27,7 +29,7 @@ def define_flags(cls, help_texts):
             raise TypeError(f"{cls.__name__}.{field.name}: no flag type for {kind}.")
         if field.name not in help_texts:
             raise ValueError(f"{cls.__name__}.{field.name} has no help text.")
-        _DEFINE[kind](field.name, field.default, help_texts[field.name])
+        _DEFINE[kind](field.name, field.default, help_texts[field.name], flag_values=flag_values)
 
 
 def from_flags(cls, flag_values=flags.FLAGS):
