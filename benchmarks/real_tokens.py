@@ -14,10 +14,11 @@ round reads the next batches of its own stream; the same batches are read
 once more, untimed, to count their real tokens.
 
 A setting is `--length_grouping`, then options after colons: `bf16`
-(`--mixed_precision`), `sN` (`--batch_slices=N`; default the main job's choice).
+(`--mixed_precision`) or `f32` (`--nomixed_precision`), default the main
+job's choice; `sN` (`--batch_slices=N`), default the main job's choice.
 
     python benchmarks/real_tokens.py                     # 4 rounds of 50 steps
-    python benchmarks/real_tokens.py --settings=16:s1,16 --rounds=6
+    python benchmarks/real_tokens.py --settings=16:f32,16 --rounds=6
 
 Prints, per setting, the median real tokens/s, padded tokens/s, the share of
 real tokens and the ratio to the first setting.
@@ -37,9 +38,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script from anywhere
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("settings", ["0:s1", "16:s1", "16"],
-                  "--length_grouping values with ':bf16' (--mixed_precision) and ':sN' "
-                  "(--batch_slices=N, default the main job's auto); the first is the base.")
+flags.DEFINE_list("settings", ["0:s1:f32", "16:s1:f32", "16:f32", "16"],
+                  "--length_grouping values with ':bf16' or ':f32' (--[no]mixed_precision) "
+                  "and ':sN' (--batch_slices=N), each default the main job's choice; the "
+                  "first is the base.")
 flags.DEFINE_integer("rounds", 4, "Alternating timed rounds.", lower_bound=1)
 flags.DEFINE_integer("steps", 50, "Fit steps per setting per round.", lower_bound=1)
 flags.DEFINE_string("data_dir", None, "Where to write the main job's data (default: a temp dir).")
@@ -47,29 +49,40 @@ flags.DEFINE_string("child", None, "Internal: run this one setting, driven over 
 
 
 def _setting(text):
-    """'16:bf16:s1' -> (length_grouping, mixed_precision, batch_slices or None)."""
+    """'16:bf16:s1' -> (length_grouping, mixed_precision, batch_slices or None);
+    mixed_precision None: the main job's choice."""
     grouping, *options = text.split(":")
-    slices = None
+    slices = bf16 = None
     for option in options:
         if option.startswith("s") and option[1:].isdigit():
             slices = int(option[1:])
-        elif option != "bf16":
+        elif option in ("bf16", "f32"):
+            bf16 = option == "bf16"
+        else:
             raise app.UsageError(f"--settings: {text!r}: unknown option {option!r} "
-                                 "(bf16 or sN).")
+                                 "(bf16, f32 or sN).")
     if not grouping.isdigit():
         raise app.UsageError(f"--settings: {text!r} does not start with a length_grouping.")
-    return int(grouping), "bf16" in options, slices
+    return int(grouping), bf16, slices
+
+
+def _main_job_choices(bf16, slices):
+    """(mixed_precision, batch_slices) with the main job's choice for None."""
+    from training.distribution import auto_mixed_precision
+    from training.distribution import cpu_batch_slices
+
+    return (auto_mixed_precision("bert", "auto") if bf16 is None else bf16,
+            cpu_batch_slices(slices or 0))
 
 
 def _child(setting, data_dir, steps):
     """One setting's model: 'ready', then per 'go' line one timed round,
     printed as 'round <real> <padded> <seconds>'."""
     grouping, bf16, slices = _setting(setting)
-    from training.distribution import cpu_batch_slices
     from training.distribution import cpu_op_threads
     from training.pretrain import PretrainConfig
 
-    slices = cpu_batch_slices(slices or PretrainConfig.batch_slices)  # as the main job
+    bf16, slices = _main_job_choices(bf16, slices)
     cfg = PretrainConfig(output_dir=data_dir, mixed_precision=bf16, batch_slices=slices)
     if slices > 1:
         cpu_op_threads(slices)  # before TensorFlow starts, as the main job
@@ -117,7 +130,6 @@ def main(argv):
     for setting in FLAGS.settings:
         _setting(setting)  # a bad setting stops before anything runs
     from training.bert_recipe import BertRecipe
-    from training.distribution import cpu_batch_slices
     from training.pretrain import PretrainConfig
 
     out = FLAGS.data_dir or tempfile.mkdtemp(prefix="real_tokens_")
@@ -156,8 +168,9 @@ def main(argv):
     print("|---|---|---|---|---|")
     for run in children:
         grouping, bf16, slices = _setting(run["setting"])
-        label = (f"length_grouping {grouping}, batch_slices {cpu_batch_slices(slices or 0)}"
-                 f"{', mixed_bfloat16' if bf16 else ''}")
+        bf16, slices = _main_job_choices(bf16, slices)
+        label = (f"length_grouping {grouping}, batch_slices {slices}, "
+                 f"{'mixed_bfloat16' if bf16 else 'float32'}")
         rate = statistics.median(run["rates"])
         print(f"| {label} | {rate:,.0f} | {statistics.median(run['padded_rates']):,.0f} "
               f"| {run['real'] / run['padded']:.1%} | {rate / base:.2f}x |")
