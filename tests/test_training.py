@@ -468,7 +468,7 @@ def test_cpu_bfloat16_reads_the_cpu_flags(tmp_path):
 
 def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_path, monkeypatch):
     """`--mixed_precision` is a three-way flag: given, not given (None),
-    `--nomixed_precision`. Not given: on for BERT with the default strategy
+    `--nomixed_precision`. Not given: on for BERT and XLNet with the default strategy
     on a CPU with bfloat16 instructions only, and a resumed run keeps the
     choice its `run_config.json` recorded."""
     from absl import flags
@@ -488,7 +488,9 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
         monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda has=has_bfloat16: has)
         cases = {("bert", "auto", ""): has_bfloat16, ("bert", "cpu", ""): has_bfloat16,
                  ("bert", "mirrored", ""): False, ("bert", "auto", "local"): False,
-                 ("gpt", "auto", ""): False, ("xlnet", "auto", ""): False}
+                 ("gpt", "auto", ""): False, ("elmo", "auto", ""): False,
+                 ("xlnet", "auto", ""): has_bfloat16, ("xlnet", "mirrored", ""): False,
+                 ("xlnet", "multi_worker", ""): False}
         for (model, strategy, tpu), expected in cases.items():
             cfg = pretrain.PretrainConfig(model=model, strategy=strategy, tpu=tpu,
                                           output_dir=str(tmp_path / "new"))

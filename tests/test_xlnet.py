@@ -591,6 +591,28 @@ def test_pretrainer_overfits_two_documents():
     assert history.history["loss"][-1] < 0.05, history.history["loss"]
 
 
+def test_pretrainer_fit_traces_the_model_once(monkeypatch):
+    """Keras builds the compiled loss and metrics from a trace of the whole
+    model made before the step's own; the pretrainer says what it returns
+    instead (`_symbolic_outputs`), so `fit` traces it once, in its step,
+    and still has its loss and metric."""
+    traced = []
+    call = XLNetPretrainer.call
+    monkeypatch.setattr(XLNetPretrainer, "call", lambda self, inputs, training=None: (
+        traced.append(1) or call(self, inputs, training=training)))
+    config = xlnet_preset("xlnet_debug").replace(vocab_size=40, mem_len=8, reuse_len=8)
+    model = XLNetPretrainer(XLNetBackbone.from_config_object(config, two_stream=True),
+                            max_batch_size=2)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    perm = np.zeros((2, 8, 8), "float32")
+    x = {"input_word_ids": np.full((2, 8), 5, "int32"), "input_type_ids": np.zeros((2, 8), "int32"),
+         "perm_mask": perm, "target_mapping": np.eye(8, dtype="float32")[[[1, 4], [2, 6]]]}
+    history = model.fit(x, np.full((2, 2), 5, "int32"), sample_weight=np.ones((2, 2), "float32"),
+                        batch_size=2, verbose=0).history
+    assert len(traced) == 1
+    assert set(history) == {"loss", "plm_accuracy"} and np.isfinite(history["loss"][0])
+
+
 # === House checks ===
 
 

@@ -80,22 +80,19 @@ class KerasStrategyFixes:
 
         Keras gets the predictions' specs for them by tracing the whole
         model into a scratch graph (`compute_output_spec(self, x)`), a
-        second trace on top of the step's own. A functional model whose
-        layers are all built (ours are, at construction) holds those specs
-        as its outputs already: our models' `call` overrides check their
-        inputs and return the functional call's. Only loss and metrics are
-        traced. XLNet's pretrainer, not functional, keeps Keras' way.
+        second trace on top of the step's own. Our models know those specs
+        without it (`_symbolic_outputs`), so only loss and metrics are
+        traced.
         """
         from keras.src import backend
-        from keras.src.models.functional import Functional
 
-        if data_batch is None or not isinstance(self, Functional) or not all(
-                layer.built for layer in self._flatten_layers()):
+        y_pred = None if data_batch is None or not all(
+            layer.built for layer in self._flatten_layers()) else self._symbolic_outputs()
+        if y_pred is None:
             return super()._symbolic_build(iterator=iterator, data_batch=data_batch)
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(keras.tree.map_structure(
             lambda v: None if v is None else keras.KerasTensor(
                 v.shape, backend.standardize_dtype(v.dtype)), data_batch))
-        y_pred = keras.tree.map_structure(lambda t: keras.KerasTensor(t.shape, t.dtype), self.output)
         if self._compile_metrics is not None and not self._compile_metrics.built:
             backend.compute_output_spec(self.compute_metrics, x, y, y_pred,
                                         sample_weight=sample_weight)
@@ -116,6 +113,21 @@ class KerasStrategyFixes:
 
             logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
         return logs
+
+    def _symbolic_outputs(self):
+        """The predictions' specs (KerasTensors), or None for Keras' way.
+
+        A functional model whose layers are all built (ours are, at
+        construction) holds them as its outputs: our models' `call`
+        overrides check their inputs and return the functional call's.
+        A model that is not functional says what it returns (XLNet's
+        pretrainer).
+        """
+        from keras.src.models.functional import Functional
+
+        if not isinstance(self, Functional):
+            return None
+        return keras.tree.map_structure(lambda t: keras.KerasTensor(t.shape, t.dtype), self.output)
 
     def _symbolic_batch(self):
         """`(x, y, sample_weight)` specs: int32 inputs as the model's, and

@@ -140,6 +140,11 @@ class XLNetPretrainer(KerasStrategyFixes, keras.Model):
     def compile_from_config(self, config):
         compile_from_saved_config(self, config)
 
+    def _symbolic_outputs(self):
+        """What `call` returns: float32 logits `(B, P, V)` (builds the loss
+        and metrics without tracing the model for them)."""
+        return keras.KerasTensor((None, None, self.backbone.xlnet_config.vocab_size), "float32")
+
     def _symbolic_batch(self):
         """`(x, target, target_mask)` specs for building under a strategy."""
         import tensorflow as tf
