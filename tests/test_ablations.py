@@ -282,6 +282,10 @@ def test_quick_table5_end_to_end(tmp_path):
                 assert 0 <= entry["aggregate"]["mean"] <= 100
     for name in ("bert", "no_nsp", "ltr", "gpt"):
         assert table["pretraining"][name]["batches_trained"] == 20
+        # Fine-tuning reads the Keras model: no SavedModel exported.
+        export = out / "pretrain" / name / "export"
+        assert not (export / "saved_model").exists()
+        assert (export / ("causal_lm.keras" if name == "gpt" else "pretrainer.keras")).exists()
     assert {d["better"] + ">" + d["worse"] for d in table["directions"]} >= {
         "bert>no_nsp", "no_nsp>ltr", "ltr_bilstm>ltr"}
     with open(out / "table5.png", "rb") as f:

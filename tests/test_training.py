@@ -236,7 +236,9 @@ def test_output_lock_removes_only_the_empty_folder_it_made(tmp_path):
 def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     """SIGKILL after the first checkpoint, rerun the same command: it
     resumes at that step and ends with the uninterrupted run's weights,
-    optimizer step and learning rate."""
+    optimizer step and learning rate. The rerun asks for no SavedModel
+    (`--nosaved_model`, an output setting a resume may change): it writes
+    the Keras model and removes a SavedModel left in its export folder."""
     straight = str(tmp_path / "straight")
     result = _run_pretrain(_pretrain_args(records, straight))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -244,6 +246,7 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     last = [line for line in result.stdout.splitlines() if line.startswith("step 12/12")][0]
     assert " seq/s " in last and last.endswith("ETA 0:00"), last
     assert "Exporting to " in result.stdout and ": done in " in result.stdout
+    assert os.path.exists(os.path.join(straight, "export", "saved_model", "saved_model.pb"))
     # The curves of the logged steps (the records have no held-out set here).
     from training.curves import curve_series
 
@@ -271,8 +274,13 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     killed_at = tf.train.latest_checkpoint(folder)
     assert killed_at is not None, "".join(proc.outputs())[-3000:]
     assert not os.path.exists(os.path.join(resumed, "summary.json"))  # it did not finish
-    result = _run_pretrain(args)
+    stale = os.path.join(resumed, "export", "saved_model")
+    os.makedirs(stale)
+    open(os.path.join(stale, "saved_model.pb"), "wb").close()
+    result = _run_pretrain([*args, "--nosaved_model"])
     assert result.returncode == 0, result.stderr[-3000:]
+    assert not os.path.exists(stale) and "SavedModel" not in result.stdout
+    assert f"Keras model -> {os.path.join(resumed, 'export', 'pretrainer.keras')}" in result.stdout
     batch = int(killed_at.rsplit("-", 1)[1])
     assert batch < 12
     assert f"Resuming at batch {batch} of 12" in result.stdout, result.stdout

@@ -340,6 +340,7 @@ def _pretrain_flags(cfg, name, corpus, folder):
         "seed": cfg.seed, "checkpoint_every_steps": max(1, steps // 4),
         "log_every_steps": max(1, steps // 10), "dupe_factor": 1 if cfg.quick else 5,
         "fill_mask_examples": 0 if cfg.quick else 2,
+        "saved_model": False,  # fine-tuning reads the Keras model
         # float32 for every system: not given, BERT's rows would train in
         # bfloat16 on some CPUs and GPT's in float32.
         "mixed_precision": False}

@@ -193,14 +193,17 @@ class BertRecipe:
         from keras_bert_impl.serving import export_saved_model
 
         cfg = self.cfg
-        export_saved_model(model, os.path.join(export_dir, "saved_model"), vocab_file,
-                           cfg.do_lower_case, cfg.max_seq_length)
-        model.save(os.path.join(export_dir, "pretrainer.keras"))
-        signatures = ("serving_default, serving_text, serving_text_pair" if vocab_file
-                      else "serving_default")
-        return (f"SavedModel (signatures {signatures}) -> "
-                f"{os.path.join(export_dir, 'saved_model')}; Keras model -> "
-                f"{os.path.join(export_dir, 'pretrainer.keras')}")
+        os.makedirs(export_dir, exist_ok=True)
+        saved = ""
+        if cfg.saved_model:
+            path = os.path.join(export_dir, "saved_model")
+            export_saved_model(model, path, vocab_file, cfg.do_lower_case, cfg.max_seq_length)
+            signatures = ("serving_default, serving_text, serving_text_pair" if vocab_file
+                          else "serving_default")
+            saved = f"SavedModel (signatures {signatures}) -> {path}; "
+        keras_file = os.path.join(export_dir, "pretrainer.keras")
+        model.save(keras_file)
+        return f"{saved}Keras model -> {keras_file}"
 
 
 def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):

@@ -198,6 +198,8 @@ class ElmoRecipe:
             copy_atomic(vocab_file, os.path.join(export_dir, VOCAB_FILE))
         path = os.path.join(export_dir, "language_model.keras")
         model.save(path)
+        if not self.cfg.saved_model:
+            return f"bilm-tf files {options}, {weights}; Keras model -> {path}"
         saved = os.path.join(export_dir, "saved_model")
         signatures = export_elmo_saved_model(model.backbone, saved)
         return (f"bilm-tf files {options}, {weights}; SavedModel (signatures "

@@ -172,6 +172,8 @@ class GptRecipe:
         if vocab_file:  # beside the model, where `training.finetune --model=gpt` looks
             copy_atomic(vocab_file, os.path.join(export_dir, "vocab.json"))
             copy_atomic(_merges_beside(vocab_file), os.path.join(export_dir, MERGES_FILE))
+        if not self.cfg.saved_model:
+            return f"Keras model -> {path}"
         saved = os.path.join(export_dir, "saved_model")
         signatures = export_gpt_saved_model(
             model, saved, vocab_file, _merges_beside(vocab_file) if vocab_file else None,

@@ -23,6 +23,7 @@ Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -76,6 +77,7 @@ class PretrainConfig:
     data_workers: int = 2
     log_every_steps: int = 100
     fill_mask_examples: int = 4
+    saved_model: bool = True
 
 
 HELP = {
@@ -163,6 +165,9 @@ HELP = {
     "fill_mask_examples": "Held-out sentences shown with [MASK] predictions (BERT, XLNet: one "
                           "word hidden by the permutation mask) or greedy continuations (GPT) "
                           "at the end.",
+    "saved_model": "Export a SavedModel (TF Serving signatures) beside the Keras model and "
+                   "the family's checkpoint files. Off: those files only, all that "
+                   "fine-tuning reads (the Table 5 driver turns it off).",
 }
 
 # The main job's length per model: GPT's LM loss on every position costs
@@ -193,7 +198,8 @@ MODEL_DEFAULTS = {"elmo": {"optimizer": "adagrad", "learning_rate": 0.2, "warmup
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
-    "output_dir", "strategy", "tpu", "log_every_steps", "fill_mask_examples", "data_workers",
+    "output_dir", "strategy", "tpu", "log_every_steps", "fill_mask_examples", "saved_model",
+    "data_workers",
     "steps_per_execution"))
 
 
@@ -442,6 +448,8 @@ def run(cfg, explicit=None):
     log_dir = os.path.join(cfg.output_dir, "tensorboard")
     write_heldout_scalars(log_dir, step, summary)  # the held-out points of the curves
     export_dir = os.path.join(cfg.output_dir, "export")
+    if not cfg.saved_model:  # not one left from an earlier export of this run
+        shutil.rmtree(os.path.join(export_dir, "saved_model"), ignore_errors=True)
     with Timed(f"Exporting to {export_dir}"):
         exported = recipe.export(model, vocab_file, export_dir)
     summary["export"] = os.path.abspath(export_dir)

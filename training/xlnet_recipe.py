@@ -415,6 +415,8 @@ class XLNetRecipe:
         tmp = os.path.join(export_dir, ".tmp-pretrainer.keras")
         model.save(tmp)
         os.replace(tmp, path)
+        if not self.cfg.saved_model:
+            return f"Hugging Face xlnet folder {export_dir}; Keras model -> {path}"
         saved = os.path.join(export_dir, "saved_model")
         signatures = export_xlnet_pretrainer_saved_model(
             model, saved, vocab_file, self.cfg.do_lower_case, self.schema.seq_len)
