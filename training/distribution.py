@@ -101,9 +101,10 @@ def auto_mixed_precision(model, strategy, tpu=""):
     bfloat16 instructions and the default strategy (`cpu_only`). There
     BERT's main job measured 1.23x the real tokens/s of float32 (2 cores,
     both sliced) and 1.29x on one core, at the same held-out masked-LM
-    accuracy (0.1676 against float32's 0.1663); XLNet's main job (one core)
-    1.38x the sequences/s, held-out permutation-LM accuracy 0.266 against
-    0.257 and perplexity 82.0 against 84.7. Float32 elsewhere: GPT, ELMo
+    accuracy (0.1676 against float32's 0.1663); XLNet's main job 1.38x the
+    sequences/s on one core and 1.11x the wall time on 2 (84 s against 94
+    s), held-out permutation-LM accuracy 0.266-0.268 against 0.257 and
+    perplexity 81.9-82.0 against 84.7. Float32 elsewhere: GPT, ELMo
     and the other strategies keep the precision they were checked in."""
     return model in ("bert", "xlnet") and cpu_only(strategy, tpu) and cpu_bfloat16()
 

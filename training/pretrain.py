@@ -148,8 +148,8 @@ HELP = {
     "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits); "
                        "--nomixed_precision: float32. Not given: on for BERT and XLNet on a CPU "
                        "with bfloat16 instructions (avx512_bf16 or amx_bf16) and the default "
-                       "strategy (their main jobs: 1.23x and 1.38x as fast, held-out accuracy "
-                       "as good), float32 elsewhere.",
+                       "strategy (measured on their main jobs: faster, held-out accuracy as "
+                       "good), float32 elsewhere.",
     "jit_compile": "Compile the train step with XLA (static shapes).",
     "optimizer": "adamw (the original), lamb, or adagrad (bilm-tf's: constant learning rate, "
                  "initial accumulator 1.0; ELMo's default).",
