@@ -274,6 +274,28 @@ def test_states_carry_from_batch_to_batch_as_one_long_window():
     assert sum("state_" in v.path for v in stateful.non_trainable_weights) == 2 * 2 * 2
 
 
+def test_fit_traces_the_language_model_once(monkeypatch):
+    """Keras builds a model without a strategy inside the first trace of
+    its step, whose new variables (the optimizer's) make `tf.function`
+    trace the step again; the language model says what it takes and
+    returns (`_symbolic_batch`, `_symbolic_outputs`), so `fit` builds the
+    optimizer first and traces the model once, in its step."""
+    traced = []
+    call = ElmoLanguageModel.call
+    monkeypatch.setattr(ElmoLanguageModel, "call", lambda self, inputs, training=None: (
+        traced.append(1) or call(self, inputs, training=training)))
+    config = _tiny_config()
+    lm = ElmoLanguageModel(ElmoBackbone.from_config_object(config, max_batch_size=B), 99)
+    lm.compile(optimizer=keras.optimizers.Adagrad(0.2))
+    rng = np.random.default_rng(0)
+    y = {d: rng.integers(0, 99, (B, T)).astype("int32") for d in DIRECTIONS}
+    weights = {d: np.ones((B, T), "float32") for d in DIRECTIONS}
+    history = lm.fit(_random_windows(config, 0), y, sample_weight=weights, batch_size=B,
+                     verbose=0).history
+    assert len(traced) == 1
+    assert np.isfinite(history["loss"][0])
+
+
 def test_training_checkpoints_keep_the_carried_states(tmp_path):
     """A resumed run continues each stream from the states it stopped with
     (`tf.train.Checkpoint`, as `training.checkpointing` writes it)."""

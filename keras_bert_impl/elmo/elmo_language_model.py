@@ -6,6 +6,7 @@ from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import check_char_ids
 from keras_bert_impl.elmo.elmo_lstm_stack import reverse_padded
 from keras_bert_impl.elmo.elmo_softmax import ElmoSoftmax
+from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch (streams), T=unroll_steps, C=characters per token, P=projection,
 # V=vocabulary
@@ -15,7 +16,7 @@ INPUT_NAMES = {"forward": "char_ids", "backward": "char_ids_reverse"}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class ElmoLanguageModel(keras.Model):
+class ElmoLanguageModel(KerasStrategyFixes, keras.Model):
     """ELMo pretraining: a forward and a backward LM on one character encoder.
 
     Peters et al. 2018, Sec. 3.1, as bilm-tf's `LanguageModel` trains it:
@@ -147,6 +148,23 @@ class ElmoLanguageModel(keras.Model):
     def reset_states(self):
         """Zeros the carried LSTM states (stateful backbone)."""
         self.backbone.reset_states()
+
+    def _symbolic_outputs(self):
+        """What `call` returns: each direction's float32 top outputs `(B, T, P)`
+        (with `_symbolic_batch`, `fit` builds the optimizer before it traces
+        the step, which it then traces once, not again for the variables
+        created in it)."""
+        return {d: keras.KerasTensor((None, None, self.backbone.projection_dim), "float32")
+                for d in DIRECTIONS}
+
+    def _symbolic_batch(self):
+        """`(x, y, sample_weight)` specs: `tf_records.elmo_reader`'s batches."""
+        import tensorflow as tf
+
+        chars = self.backbone.elmo_config.max_characters_per_token
+        x = {name: tf.TensorSpec([None, None, chars], tf.int32) for name in INPUT_NAMES.values()}
+        y = {d: tf.TensorSpec([None, None], tf.int32) for d in DIRECTIONS}
+        return x, y, {d: tf.TensorSpec([None, None], tf.float32) for d in DIRECTIONS}
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
