@@ -199,8 +199,7 @@ MODEL_DEFAULTS = {"elmo": {"optimizer": "adagrad", "learning_rate": 0.2, "warmup
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
     "output_dir", "strategy", "tpu", "log_every_steps", "fill_mask_examples", "saved_model",
-    "data_workers",
-    "steps_per_execution"))
+    "data_workers", "steps_per_execution"))
 
 
 def _check_run_config(cfg, path):

@@ -121,7 +121,7 @@ class KerasStrategyFixes:
         construction) holds them as its outputs: our models' `call`
         overrides check their inputs and return the functional call's.
         A model that is not functional says what it returns (XLNet's
-        pretrainer).
+        pretrainer, ELMo's language model).
         """
         from keras.src.models.functional import Functional
 
