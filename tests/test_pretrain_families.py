@@ -154,3 +154,26 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
                                       init_checkpoint=str(export / "causal_lm.keras")))
     assert resolved.vocab_file == str(export / "vocab.json")
     assert resolved.merges_file == str(export / "merges.txt")
+
+
+@pytest.mark.parametrize("model,preset,files", [
+    ("bert", "tiny", ["pretrainer.keras"]),
+    ("gpt", "tiny", ["causal_lm.keras"]),
+    ("elmo", "tiny", ["language_model.keras", "lm_weights.hdf5", "options.json"]),
+    ("xlnet", "debug", ["config.json", "model.safetensors", "pretrainer.keras"]),
+])
+def test_no_saved_model_exports_the_keras_model_and_checkpoint_files(model, preset, files,
+                                                                     tmp_path):
+    """`--nosaved_model`: every family's export writes its Keras model and
+    checkpoint files (what fine-tuning reads) and no SavedModel."""
+    from training import pretrain
+
+    cfg = pretrain.PretrainConfig(model=model, preset=preset, output_dir=str(tmp_path),
+                                  max_seq_length=16, max_predictions_per_seq=3,
+                                  saved_model=False)
+    recipe = pretrain.make_recipe(cfg)
+    built, _ = recipe.build_model(64)
+    said = recipe.export(built, None, str(tmp_path / "export"))
+    assert sorted(os.listdir(tmp_path / "export")) == files, said
+    keras_file = next(name for name in files if name.endswith(".keras"))
+    assert "SavedModel" not in said and said.endswith(f"Keras model -> {tmp_path / 'export' / keras_file}")
