@@ -68,9 +68,15 @@ def test_create_optimizer_makes_the_fused_adamw_and_it_round_trips():
 def test_each_variable_is_updated_by_one_resource_apply_adam():
     """The fused path is the one taken (not Keras' ops): one
     `ResourceApplyAdam` per variable in the traced step, and no `Square`
-    (Keras' `v` update and its global norm each square every gradient)."""
+    (Keras' `v` update and its global norm each square every gradient).
+    The step's scalars are made once, not once per variable: two `Pow`
+    (beta_1^t and beta_2^t) and the schedule evaluated twice (`FloorDiv`:
+    once for the Adam step, once for the weight decay), where Keras' AdamW
+    evaluates it again for every decayed variable."""
     variables = _variables(0)
-    optimizer = FusedAdamW(learning_rate=1e-3, weight_decay=0.01, global_clipnorm=1.0)
+    optimizer = FusedAdamW(learning_rate=WarmupLinearDecay(1e-3, 2, 10), weight_decay=0.01,
+                           global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     optimizer.build(variables)
 
     @tf.function
@@ -83,3 +89,6 @@ def test_each_variable_is_updated_by_one_resource_apply_adam():
         types += [node.op for node in function.definition.node_def]
     assert types.count("ResourceApplyAdam") == len(variables), sorted(set(types))
     assert "Square" not in types
+    assert types.count("Pow") == 2 and types.count("FloorDiv") == 2, sorted(types)
+    # The weight decay still reaches exactly the decayed variables (kernel, embeddings).
+    assert types.count("AssignSubVariableOp") == 2, sorted(types)
