@@ -391,7 +391,8 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     # on a CPU with bfloat16 instructions, the strategies in float32.
     flags = dict(shuffle_buffer=0, clip_norm=0, length_grouping=0, mixed_precision=False)
     single = str(tmp_path / "single")
-    result = _run_pretrain(_pretrain_args(records, single, **flags))
+    # The Keras models are compared; the multi-worker run exports its SavedModel too.
+    result = _run_pretrain(_pretrain_args(records, single, saved_model=False, **flags))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 1 replica(s)" in result.stdout, result.stdout
     single_losses = _logged_losses(result.stdout)
@@ -400,7 +401,8 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
 
     mirrored = str(tmp_path / "mirrored")
     result = run_python(["-c", _MIRRORED_SCRIPT,
-                         *_pretrain_args(records, mirrored, strategy="mirrored", **flags)],
+                         *_pretrain_args(records, mirrored, strategy="mirrored", saved_model=False,
+                                         **flags)],
                         ROOT, ENV, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "on 2 replica(s)" in result.stdout, result.stdout
@@ -419,6 +421,7 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     np.testing.assert_allclose(_logged_losses(outputs[0][0]), single_losses, rtol=2e-4)
     _assert_weights_match(os.path.join(shared, "export", "pretrainer.keras"), single_keras,
                           "2 workers")
+    assert os.path.exists(os.path.join(shared, "export", "saved_model", "saved_model.pb"))
 
 
 def test_batch_slices_and_op_threads_follow_the_cores():
