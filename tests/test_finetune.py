@@ -119,6 +119,53 @@ def test_scores_are_reused_only_while_the_weights_are_unchanged(monkeypatch):
     assert len(calls) == 3
 
 
+def test_dev_scores_of_row_outputs_come_from_batches_cut_to_their_longest_row():
+    """A classifier's and a multiple-choice model's dev scores are predicted
+    on rows sorted by length in batches cut to their longest row (rounded
+    up to 16), then put back in row order: the same scores as on the rows
+    padded to 64 (within 1e-5, float32). Token-level outputs (tagging, span
+    QA) keep the padded rows; so do other families (XLNet pads on the left)."""
+    import keras
+
+    from keras_bert_impl import BertBackbone
+    from keras_bert_impl import BertClassifier
+    from keras_bert_impl import BertMultipleChoice
+    from keras_bert_impl import BertQuestionAnswerer
+    from keras_bert_impl import BertTokenTagger
+    from keras_bert_impl import preset
+    from training.finetune_tasks import _predict
+    from training.finetune_tasks import _rows_outputs
+    from training.finetune_tasks import length_sorted_batches
+
+    rng = np.random.default_rng(0)
+    config = preset("tiny").replace(vocab_size=99)
+
+    def rows(shape):  # right-padded rows of 3 to 40 tokens in a length of 64
+        lengths = rng.integers(3, 41, shape)
+        mask = (np.arange(64) < lengths[..., None]).astype("int32")
+        return {"input_word_ids": rng.integers(1, 99, mask.shape).astype("int32") * mask,
+                "input_mask": mask, "input_type_ids": np.zeros_like(mask)}
+
+    for model, x in ((BertClassifier(BertBackbone.from_bert_config(config), num_classes=3),
+                      rows((37,))),
+                     (BertMultipleChoice(BertBackbone.from_bert_config(config), num_choices=2),
+                      rows((37, 2)))):
+        assert _rows_outputs(model, x)
+        batches, back = length_sorted_batches(x, 8)
+        widths = [int(batch["input_word_ids"].shape[-1]) for batch in batches]
+        assert len(widths) == 5 and widths == sorted(widths) and max(widths) == 48, widths
+        assert min(widths) < 48
+        np.testing.assert_allclose(_predict(model, x, 8), model.predict(x, batch_size=8, verbose=0),
+                                   rtol=0, atol=1e-5)
+        assert sorted(back) == list(range(37))
+    backbone = BertBackbone.from_bert_config(config)
+    x = rows((5,))
+    assert not _rows_outputs(BertTokenTagger(backbone, num_labels=3), x)
+    assert not _rows_outputs(BertQuestionAnswerer(backbone), x)
+    inputs = keras.Input((3,))
+    assert not _rows_outputs(keras.Model(inputs, keras.layers.Dense(2)(inputs)), x)
+
+
 def test_bad_input_names_file_and_line(tmp_path):
     folder = tmp_path / "MRPC"
     shutil.copytree(os.path.join(DATA, "glue", "MRPC"), folder)

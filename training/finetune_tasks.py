@@ -124,10 +124,57 @@ def _predict(model, x, batch_size):
     if last is not None and last[0] is x and last[1:3] == (batch_size, fingerprint):
         return keras.tree.map_structure(np.copy, last[3])  # a caller may change its copy
     rows = len(next(iter(keras.tree.flatten(x))))
-    outputs = model.predict(x, batch_size=batch_size, verbose=0, callbacks=[
-        batch_progress("Scoring", total=-(-rows // batch_size))])
+    callbacks = [batch_progress("Scoring", total=-(-rows // batch_size))]
+    if _rows_outputs(model, x):
+        outputs = _predict_sorted_by_length(model, x, batch_size, callbacks)
+    else:
+        outputs = model.predict(x, batch_size=batch_size, verbose=0, callbacks=callbacks)
     scores[id(x)] = (x, batch_size, fingerprint, keras.tree.map_structure(np.copy, outputs))
     return outputs
+
+
+def _rows_outputs(model, x):
+    """Whether `model` is a BERT classifier or multiple-choice model (one
+    output vector per row, not per token; right padding, masked: a row's
+    outputs do not depend on its padding), off TPUs (which want static
+    shapes)."""
+    import tensorflow as tf
+
+    if not isinstance(model, BertClassifier | BertMultipleChoice) or not isinstance(x, dict):
+        return False
+    return "input_mask" in x and not isinstance(model.distribute_strategy,
+                                                tf.distribute.TPUStrategy)
+
+
+def _predict_sorted_by_length(model, x, batch_size, callbacks):
+    """`model.predict(x)` on the rows sorted by length, each batch cut to
+    its longest row (`cut_padding`), the outputs put back in row order:
+    training's batches are cut this way too, and a dev set of short rows is
+    mostly padding at `--max_seq_length`."""
+    import keras
+
+    batches, back = length_sorted_batches(x, batch_size)
+    outputs = model.predict(batches, verbose=0, callbacks=callbacks)
+    return keras.tree.map_structure(lambda out: out[back], outputs)
+
+
+def length_sorted_batches(x, batch_size):
+    """(dataset of `x`'s rows sorted by length in batches of `batch_size`,
+    each cut to its longest row; the index that puts rows of the batches'
+    outputs back in `x`'s order)."""
+    import tensorflow as tf
+
+    from tf_records.length_grouping import cut_padding
+
+    x = {name: np.asarray(value) for name, value in x.items()}
+    mask = x["input_mask"]
+    lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
+    order = np.argsort(lengths, kind="stable")
+    batches = tf.data.Dataset.from_tensor_slices({name: value[order] for name, value in x.items()})
+    batches = batches.batch(batch_size).map(lambda batch: cut_padding(batch)[0])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return batches, back
 
 
 def _write_lines(path, lines):
