@@ -133,9 +133,9 @@ def test_dev_scores_of_row_outputs_come_from_batches_cut_to_their_longest_row():
     from keras_bert_impl import BertQuestionAnswerer
     from keras_bert_impl import BertTokenTagger
     from keras_bert_impl import preset
+    from tf_records.length_grouping import length_sorted_batches
     from training.finetune_tasks import _predict
     from training.finetune_tasks import _rows_outputs
-    from training.finetune_tasks import length_sorted_batches
 
     rng = np.random.default_rng(0)
     config = preset("tiny").replace(vocab_size=99)

@@ -14,6 +14,7 @@ CPUs and GPUs (Keras retraces once, to a `None` length), not where XLA
 needs static shapes (TPUs).
 """
 
+import numpy as np
 import tensorflow as tf
 
 # B=batch, G=batches per group, S=sequence
@@ -121,3 +122,23 @@ def grouped_batches(x, y, sample_weight, batch_size, group, seed):
             batch, batch_size, tf.stack([tf.constant(seed, tf.int64), index]), cut_targets=True))
     return ds.apply(tf.data.experimental.assert_cardinality(-(-rows // batch_size))).prefetch(
         tf.data.AUTOTUNE)
+
+
+def length_sorted_batches(x, batch_size):
+    """In-memory rows for scoring -> (dataset of the rows sorted by length in
+    batches of `batch_size`, each cut by `cut_padding`; the index that puts
+    rows of the batches' outputs back in `x`'s order).
+
+    Args:
+        x: dict of arrays `(rows, ..., S)` with `input_mask`.
+        batch_size: int. Rows per batch.
+    """
+    x = {name: np.asarray(value) for name, value in x.items()}
+    mask = x["input_mask"]
+    lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
+    order = np.argsort(lengths, kind="stable")
+    batches = tf.data.Dataset.from_tensor_slices({name: value[order] for name, value in x.items()})
+    batches = batches.batch(batch_size).map(lambda batch: cut_padding(batch)[0])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return batches, back

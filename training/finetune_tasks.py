@@ -153,28 +153,11 @@ def _predict_sorted_by_length(model, x, batch_size, callbacks):
     mostly padding at `--max_seq_length`."""
     import keras
 
+    from tf_records.length_grouping import length_sorted_batches
+
     batches, back = length_sorted_batches(x, batch_size)
     outputs = model.predict(batches, verbose=0, callbacks=callbacks)
     return keras.tree.map_structure(lambda out: out[back], outputs)
-
-
-def length_sorted_batches(x, batch_size):
-    """(dataset of `x`'s rows sorted by length in batches of `batch_size`,
-    each cut to its longest row; the index that puts rows of the batches'
-    outputs back in `x`'s order)."""
-    import tensorflow as tf
-
-    from tf_records.length_grouping import cut_padding
-
-    x = {name: np.asarray(value) for name, value in x.items()}
-    mask = x["input_mask"]
-    lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
-    order = np.argsort(lengths, kind="stable")
-    batches = tf.data.Dataset.from_tensor_slices({name: value[order] for name, value in x.items()})
-    batches = batches.batch(batch_size).map(lambda batch: cut_padding(batch)[0])
-    back = np.empty_like(order)
-    back[order] = np.arange(len(order))
-    return batches, back
 
 
 def _write_lines(path, lines):
