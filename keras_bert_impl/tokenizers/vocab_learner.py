@@ -112,88 +112,119 @@ def learn_from_counts(counts, vocab_size, reserved, max_token_length=50, on_roun
     return list(vocab)
 
 
-# tensorflow-text's `learn_with_thresh` recounts every substring of every
-# word (its first iteration) in each round of the binary search, though that
-# iteration does not depend on the threshold: its counts and the decrements
-# of their prefixes are the same for every threshold, and only the choice of
-# the tokens at or over it differs. Counting them once and filtering per
-# round gives the library's vocabulary exactly (tested against it) in about
-# a third of the time; the later iterations are the library's loop.
-
-
-def _count_subtokens(word_counts, curr_tokens, params):
-    """Counts of the substrings the library's iteration counts: every
-    substring (`curr_tokens` None), or those starting where `curr_tokens`
-    split a word."""
-    lib = wordpiece_tokenizer_learner_lib
-    subtokens = [dict() for _ in range(params.max_token_length + 1)]
-    joiner = params.joiner if params.include_joiner_token else ""
-    for word, count in word_counts:
-        if curr_tokens is None:
-            split_indices = range(1, len(word) + 1)
-        elif word in curr_tokens:  # the library's first try, without its call: one piece
-            split_indices = (len(word),)
-        else:
-            split_indices = lib.get_split_indices(word, curr_tokens, params.include_joiner_token,
-                                                  params.joiner)
-            if not split_indices:
-                continue
-        start = 0
-        for index in split_indices:
-            prefix = joiner if start > 0 else ""
-            for end in range(start + 1, len(word) + 1):
-                table = subtokens[end - start]
-                subtoken = prefix + word[start:end]
-                table[subtoken] = table.get(subtoken, 0) + count
-            start = index
-    return subtokens
-
-
-def _visit_longest_first(subtokens, params):
-    """`[(token, count)]` in the library's order (longest first), each count
-    after the longer tokens' decrements of their prefixes.
-
-    The library visits the tokens longest first and takes each one's count
-    (after the decrements so far) off every shorter prefix of it in the
-    tables. A prefix `p` therefore loses, over its longer extensions `u`,
-    the sum of `count(u) - loss(u)`; grouping them by their one-character
-    extension `c` of `p` (every counted token's prefixes are counted: they
-    share its start), each group sums to `count(c) - loss(c) + loss(c)`, so
-    `p`'s count after the decrements is its own count less those of its
-    one-character extensions. That takes one pass over the tables instead
-    of a pass over every prefix of every token.
-    """
-    extensions = [{} for _ in range(params.max_token_length + 1)]
-    for length in range(2, params.max_token_length + 1):
-        shorter = extensions[length - 1]
-        for token, count in subtokens[length].items():
-            prefix = token[:-1]  # with the joiner, if the token has it
-            shorter[prefix] = shorter.get(prefix, 0) + count
-    visited = []
-    for length in range(params.max_token_length, 0, -1):
-        lost = extensions[length]
-        visited.extend((token, count - lost.get(token, 0))
-                       for token, count in subtokens[length].items())
-    return visited
+# tensorflow-text's `learn_with_thresh`, in each of its iterations (and in
+# each round of the binary search), counts every substring that starts
+# where the current tokens split a word (at 0 and after each piece, the
+# later ones with the joiner) in tables by length, visits the tables
+# longest first taking each token's count (after the decrements so far) off
+# its shorter prefixes, and keeps the tokens whose count is still at or
+# over the threshold. What it keeps needs no tables:
+#
+# - A prefix `p` loses, over its longer extensions `u`, the sum of
+#   `count(u) - loss(u)`. Grouped by the one-character extension `c` of `p`
+#   they extend (every counted substring's prefixes are counted: they share
+#   its start), each group sums to `count(c)`. So `p` keeps its own count
+#   less its one-character extensions' counts: the number of times `p` was
+#   a whole rest of a word, from a split to the word's end.
+# - So a token is kept when a word is exactly it (its start substrings) or
+#   when, with the joiner, it is the rest of a word after a split, at least
+#   `thresh` times. Substrings that are only prefixes keep 0 and the
+#   threshold is at least 1.
+# - Word starts and joined rests share no key of a table (a table of length
+#   n holds n-character starts and (n + 2)-character joined rests); where
+#   both give the same string, the joined one's table is shorter, visited
+#   later, and its count replaces the start's. Without a joiner they share
+#   keys and their counts add.
+#
+# A word the tokens cannot split is skipped, starts and all; that cannot
+# happen (every character is a token, with and without the joiner) but is
+# followed anyway. The vocabularies are the library's exactly (tested
+# against it at every threshold, with and without the joiner).
 
 
 def _first_iteration(word_counts, params):
-    return _visit_longest_first(_count_subtokens(word_counts, None, params), params)
+    """What every round shares: the counts of the words (every iteration's
+    starts) and of every rest of a word (the first iteration's)."""
+    del params
+    words, rests = collections.Counter(), collections.Counter()
+    for word, count in word_counts:
+        words[word] += count
+        for start in range(1, len(word)):
+            rests[word[start:]] += count
+    return {"words": words, "rests": rests}
+
+
+def _rests(word_counts, curr_tokens, params):
+    """Counts of the rests of the words after each piece `curr_tokens` split
+    them into but the last, and the words it could not split."""
+    rests = collections.Counter()
+    unsplit = set()
+    split = _splitter(curr_tokens, params)
+    for word, count in word_counts:
+        if word in curr_tokens:  # one piece: the library's first try
+            continue
+        indices = split(word)
+        if not indices:
+            unsplit.add(word)
+            continue
+        for start in indices[:-1]:
+            rests[word[start:]] += count
+    return rests, unsplit
+
+
+def _splitter(curr_tokens, params):
+    """The library's `get_split_indices(word, curr_tokens, ...)` as a
+    function of `word`: greedy longest match, the same indices, but each
+    piece tried from the longest token's length down, not from the whole
+    rest of the word (nothing longer is a token)."""
+    joiner = params.joiner if params.include_joiner_token else ""
+    # Pieces after the start, without the joiner: `joiner + piece in curr_tokens`.
+    later = {token[len(joiner):] for token in curr_tokens if token.startswith(joiner)}
+    first_longest = max(map(len, curr_tokens), default=0)
+    later_longest = max(map(len, later), default=0)
+
+    def split(word):
+        indices = []
+        start = 0
+        tokens, longest = curr_tokens, first_longest
+        while start < len(word):
+            end = min(len(word), start + longest)
+            while end > start and word[start:end] not in tokens:
+                end -= 1
+            if end == start:
+                return None
+            indices.append(end)
+            start = end
+            tokens, longest = later, later_longest
+        return indices
+
+    return split
+
+
+def _kept(words, rests, thresh, params):
+    """The tokens an iteration keeps, with their counts (see above)."""
+    if not params.include_joiner_token:
+        return {token: count for token, count in (words + rests).items() if count >= thresh}
+    kept = {word: count for word, count in words.items() if count >= thresh}
+    kept.update((params.joiner + rest, count) for rest, count in rests.items()
+                if count >= thresh)
+    return kept
 
 
 def _learn_with_thresh(word_counts, first, thresh, params):
-    """`wordpiece_tokenizer_learner_lib.learn_with_thresh`, its first
-    iteration taken from `first` (`_first_iteration`)."""
+    """`wordpiece_tokenizer_learner_lib.learn_with_thresh`, from the counts
+    every round shares (`_first_iteration`)."""
     lib = wordpiece_tokenizer_learner_lib
     char_tokens = lib.extract_char_tokens(word_counts)
     curr_tokens = None
     for iteration in range(params.num_iterations):
-        if iteration == 0:
-            visited = first
-        else:
-            visited = _visit_longest_first(_count_subtokens(word_counts, curr_tokens, params),
-                                           params)
-        next_tokens = {token: count for token, count in visited if count >= thresh}
+        words, rests = first["words"], first["rests"]
+        if iteration > 0:
+            rests, unsplit = _rests(word_counts, curr_tokens, params)
+            if unsplit:
+                words = collections.Counter(
+                    {word: count for word, count in words.items() if word not in unsplit})
+        next_tokens = _kept(words, rests, thresh, params)
         curr_tokens = lib.ensure_all_tokens_exist(char_tokens, next_tokens,
                                                   params.include_joiner_token, params.joiner)
     return lib.generate_final_vocabulary(params.reserved_tokens, char_tokens, curr_tokens)
