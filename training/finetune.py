@@ -351,6 +351,10 @@ def run(cfg):
     check_paths(cfg)
     import keras  # here, not at the top: the command's console is set up before TensorFlow loads
 
+    from training.keras_extras import freeze_imports
+
+    freeze_imports()
+
     keras.utils.set_random_seed(cfg.seed)
     tokenizer, task, data = load_data(cfg)  # reads; writes nothing
     from training.checkpointing import OutputLock

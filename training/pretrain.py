@@ -408,6 +408,9 @@ def run(cfg, explicit=None):
         _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"))
     import keras
 
+    from training.keras_extras import freeze_imports
+
+    freeze_imports()
     # Both ways: a process that runs several pretrainings (the Table 5
     # driver's workers) must not keep an earlier run's policy.
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if cfg.mixed_precision else "float32")
