@@ -1,10 +1,18 @@
+import json
+import os
+import sysconfig
+
+import pytest
+
 from training import default_corpus
 from training.default_corpus import default_documents
 
 
-def test_documents_are_parsed_once_and_handed_out_as_copies():
-    """The second call reuses the first one's parse, and no caller's change
-    to its lists reaches another caller; a fresh parse gives the same."""
+def test_documents_are_read_once_and_handed_out_as_copies():
+    """The second call reuses the first one's documents, and no caller's
+    change to its lists reaches another caller; a fresh parse of the
+    library gives the same documents (whether the first came from the
+    disk cache or not)."""
     default_corpus._documents.cache_clear()
     first = default_documents()
     assert len(first) > 2000 and all(isinstance(d, list) and d for d in first)
@@ -12,10 +20,53 @@ def test_documents_are_parsed_once_and_handed_out_as_copies():
     first[0].append("changed")
     first.append(["extra"])
     again = default_documents()
-    assert default_corpus._documents.cache_info().hits == 1  # not parsed again
+    assert default_corpus._documents.cache_info().hits == 1  # not read again
     assert again[:3] == kept and again[-1] != ["extra"] and len(again) == len(first) - 1
-    default_corpus._documents.cache_clear()
-    assert default_documents() == again
+    stdlib = sysconfig.get_paths()["stdlib"]
+    parsed = default_corpus._parse(list(default_corpus._source_files(stdlib)), 20)
+    assert [list(d) for d in parsed] == again
+
+
+def _module(path, doc):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'"""{doc}"""\n', encoding="utf-8")
+
+
+def test_disk_cache_is_keyed_on_the_files_it_was_made_from(tmp_path, monkeypatch):
+    """The parse is kept on disk and read back instead of parsing again; an
+    edited file gives a new key and a new parse; a corrupt cache file is
+    parsed past and rewritten; an unwritable cache folder is no error."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lib = tmp_path / "lib"
+    words = "The quick brown fox jumps over the lazy dog again and again. " * 3
+    _module(lib / "a.py", "The first module. " + words)
+    _module(lib / "tests" / "b.py", "The skipped folder. " + words)  # never read
+    first = default_corpus._cached_documents(str(lib), 20)
+    assert first[0][0] == "The first module." and not any("skipped folder" in d[0] for d in first)
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 1
+
+    def no_parse(paths, min_words):
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(default_corpus, "_parse", no_parse)
+        assert default_corpus._cached_documents(str(lib), 20) == first  # from disk
+        with pytest.raises(AssertionError, match="parsed again"):
+            default_corpus._cached_documents(str(lib), 30)  # another min_words: another key
+
+    _module(lib / "a.py", "The edited module. " + words)
+    os.utime(lib / "a.py", ns=(1, 1))  # whatever the clock's resolution
+    edited = default_corpus._cached_documents(str(lib), 20)
+    assert edited[0][0] == "The edited module." and edited[1:] == first[1:]
+    [newest] = set((tmp_path / "cache").rglob("*.json")) - set(files)
+    newest.write_text("{not json", encoding="utf-8")
+    assert default_corpus._cached_documents(str(lib), 20) == edited
+    assert json.loads(newest.read_text(encoding="utf-8"))[0][0] == "The edited module."
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # a file: no folder here
+    assert default_corpus._cached_documents(str(lib), 20) == edited
 
 
 _EVERY_STATEMENT = '''

@@ -7,15 +7,28 @@ so nothing runs). A document is one docstring or one pydoc topic with at
 least `min_words` words. Documents are split into train and held out by a
 hash of their text, so the split is the same on every machine and a
 document never lands on both sides.
+
+Parsing the library takes about 2.5 s of one core, in every process that
+needs the corpus (the main job, Table 5, the word-order task). So the
+documents are also kept on disk, in `$XDG_CACHE_HOME/keras_bert_impl/` (or
+`~/.cache/...`), under a key of everything they are made from: this file's
+code, the Python version, the library's folder, the path, size and
+modification time of every file read, and `min_words`. A changed file, a
+new Python or changed code gives a new key and a new parse; an unreadable
+or unwritable cache is parsed past, never an error.
 """
 
 import ast
 import collections
 import functools
 import hashlib
+import importlib.util
+import json
 import os
 import re
+import sys
 import sysconfig
+import tempfile
 
 # Sentence ends: ., ! or ? then space(s) and an upper-case letter or quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`])")
@@ -73,9 +86,9 @@ def _tree_docstrings(tree):
 def default_documents(min_words=20):
     """Lists of sentences, in a fixed order (sorted files, then pydoc topics).
 
-    Parsed once per process (about 2 s); later calls get a fresh
-    copy of that result (Table 5 reads the corpus, then builds its tasks
-    from the same documents).
+    Read once per process (from the disk cache, or parsed: see the module
+    docstring); later calls get a fresh copy of that result (Table 5 reads
+    the corpus, then builds its tasks from the same documents).
     """
     return [list(sentences) for sentences in _documents(min_words)]
 
@@ -83,18 +96,71 @@ def default_documents(min_words=20):
 @functools.cache
 def _documents(min_words):
     """`default_documents`, as tuples (nothing a caller can change)."""
-    stdlib = sysconfig.get_paths()["stdlib"]
-    documents = []
-    seen = set()
+    return _cached_documents(sysconfig.get_paths()["stdlib"], min_words)
+
+
+def cache_folder():
+    """Where the parsed corpus is kept."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "keras_bert_impl", "default_corpus")
+
+
+def _cached_documents(stdlib, min_words):
+    paths = list(_source_files(stdlib))
+    topics = importlib.util.find_spec("pydoc_data.topics").origin
+    key = _cache_key(stdlib, [*paths, topics], min_words)
+    path = os.path.join(cache_folder(), f"{key}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return tuple(tuple(sentences) for sentences in json.load(f))
+    except (OSError, ValueError, TypeError):
+        pass  # not cached yet, or unreadable: parse
+    documents = _parse(paths, min_words)
+    try:
+        os.makedirs(cache_folder(), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_folder(), prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(documents, f, ensure_ascii=False)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    except OSError:
+        pass  # no cache on a read-only home: parsed every time, as before
+    return documents
+
+
+def _source_files(stdlib):
+    """The library's `.py` files the corpus reads, in its order."""
     for root, dirs, files in os.walk(stdlib):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         for name in sorted(files):
             if name.endswith(".py"):
-                for doc in _docstrings(os.path.join(root, name)):
-                    sentences = _sentences(doc)
-                    if sum(len(s.split()) for s in sentences) >= min_words and doc not in seen:
-                        seen.add(doc)
-                        documents.append(sentences)
+                yield os.path.join(root, name)
+
+
+def _cache_key(stdlib, paths, min_words):
+    key = hashlib.sha256()
+    with open(__file__, "rb") as f:
+        key.update(f.read())
+    key.update(f"{sys.version}\0{stdlib}\0{min_words}\0".encode())
+    for path in paths:
+        stat = os.stat(path)
+        key.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return key.hexdigest()[:32]
+
+
+def _parse(paths, min_words):
+    """The documents of the library's files `paths`, then of the pydoc topics."""
+    documents = []
+    seen = set()
+    for path in paths:
+        for doc in _docstrings(path):
+            sentences = _sentences(doc)
+            if sum(len(s.split()) for s in sentences) >= min_words and doc not in seen:
+                seen.add(doc)
+                documents.append(sentences)
     from pydoc_data import topics
 
     for key in sorted(topics.topics):
