@@ -1,9 +1,13 @@
 """Shared checks every layer and model gets (style rule 16), and the tests' shared helpers."""
 
+import contextlib
+import os
 import re
 
 import keras
 import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What TensorFlow 2.21 prints on import, on its first device probe and at
 # its first XLA compile (any host: the absl preamble; here also oneDNN,
@@ -106,3 +110,29 @@ def skip_random_init(monkeypatch):
 
     for name in ("RandomNormal", "TruncatedNormal"):
         monkeypatch.setattr(getattr(random_initializers, name), "__call__", zeros)
+
+
+@contextlib.contextmanager
+def our_autograph_conversions():
+    """The functions of our packages AutoGraph is asked to convert inside
+    the block (a list, filled as it goes). tf.data asks for every function
+    given to `map`, `flat_map` or `filter`; ours are `tf_records.plain`.
+    Recorded at every request, so AutoGraph's cache of earlier conversions
+    (in this process) does not hide one."""
+    from tensorflow.python.autograph.impl import api
+
+    converted = []
+    original = api._convert_actual
+
+    def record(entity, program_ctx):
+        code = getattr(entity, "__code__", None)
+        if code is not None and code.co_filename.startswith(ROOT + os.sep) and (
+                os.sep + "tests" + os.sep not in code.co_filename):
+            converted.append(f"{code.co_filename}: {entity.__qualname__}")
+        return original(entity, program_ctx)
+
+    api._convert_actual = record
+    try:
+        yield converted
+    finally:
+        api._convert_actual = original

@@ -191,6 +191,17 @@ def test_document_separator_follows_every_document(corpus, tmp_path):
     np.testing.assert_array_equal(stream[stream != 1200], np.arange(TOKENS))
 
 
+def test_reader_runs_without_autograph(written):
+    """Reading GPT's records asks AutoGraph to convert none of our functions
+    (`tf_records.plain`)."""
+    from helpers import our_autograph_conversions
+
+    with our_autograph_conversions() as converted:
+        next(iter(lm_dataset(written, 1, shuffle_buffer=0, repeat=False)))
+        next(iter(lm_dataset(written, 1)))
+    assert converted == []
+
+
 def test_reader_yields_shifted_windows(written):
     ds = lm_dataset(written, 1, shuffle_buffer=0, repeat=False)
     x, y, sample_weight = next(iter(ds))

@@ -543,6 +543,18 @@ def test_bi_data_rows_are_reversed_streams(documents, vocab_file, tmp_path):
         np.testing.assert_array_equal(records[r][:R], rows[k][t * R:(t + 1) * R])
 
 
+def test_reader_runs_without_autograph(written):
+    """Reading XLNet's records (one pass, and passes without end) asks
+    AutoGraph to convert none of our functions (`tf_records.plain`)."""
+    from helpers import our_autograph_conversions
+
+    folder, _ = written
+    with our_autograph_conversions() as converted:
+        next(iter(xlnet_pretraining_dataset(folder, B, perm_size=K, repeat=False)))
+        next(iter(xlnet_pretraining_dataset(folder, B, perm_size=K, seed=3)))
+    assert converted == []
+
+
 def test_reader_rows_continue_their_streams(written):
     folder, _ = written
     batches = [x for x, _, _ in xlnet_pretraining_dataset(folder, B, perm_size=K, repeat=False)]

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tf_records.elmo_schema import SUFFIX
 from tf_records.elmo_schema import ElmoRecordSchema
 from tf_records.elmo_schema import to_model_inputs
+from tf_records.plain import plain
 from tf_records.reader import check_kind
 from tf_records.reader import check_shard_framing
 from tf_records.reader import read_manifest
@@ -97,8 +98,8 @@ def elmo_dataset(
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             max(0, records_per_pass - start_batch * batch_size) // batch_size))
-    ds = ds.map(lambda records: to_model_inputs(tf.io.parse_example(records, spec),
-                                                max_characters_per_token),
+    ds = ds.map(plain(lambda records: to_model_inputs(tf.io.parse_example(records, spec),
+                                                      max_characters_per_token)),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -114,7 +115,7 @@ def target_counts(source, vocab_size=None):
     files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
     counts = np.zeros(vocab_size or manifest["vocab_size"], np.int64)
     for features in tf.data.TFRecordDataset(files).batch(4096).map(
-            lambda records: tf.io.parse_example(records, spec)):
+            plain(lambda records: tf.io.parse_example(records, spec))):
         real = features["target_mask"].numpy() > 0
         for suffix in SUFFIX.values():
             np.add.at(counts, features[f"next_token_id{suffix}"].numpy()[real], 1)

@@ -17,6 +17,8 @@ needs static shapes (TPUs).
 import numpy as np
 import tensorflow as tf
 
+from tf_records.plain import plain
+
 # B=batch, G=batches per group, S=sequence
 
 LENGTH_MULTIPLE = 16
@@ -94,7 +96,7 @@ def group_by_length(batch, batch_size, seed, cut_targets=False):
                        tf.range(full * batch_size, rows)], axis=0)  # (G*B,)
     batch = tf.nest.map_structure(lambda t: tf.gather(t, tf.gather(order, index)), batch)
     return (tf.data.Dataset.from_tensor_slices(batch).batch(batch_size)
-            .map(lambda *b: cut_padding(*b, cut_targets=cut_targets)[:len(b)]))
+            .map(plain(lambda *b: cut_padding(*b, cut_targets=cut_targets)[:len(b)])))
 
 
 def grouped_batches(x, y, sample_weight, batch_size, group, seed):
@@ -117,9 +119,9 @@ def grouped_batches(x, y, sample_weight, batch_size, group, seed):
     data = (x, y) if sample_weight is None else (x, y, sample_weight)
     ds = tf.data.Dataset.from_tensor_slices(data)
     ds = ds.shuffle(rows, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.batch(batch_size * group).enumerate().flat_map(
+    ds = ds.batch(batch_size * group).enumerate().flat_map(plain(
         lambda index, batch: group_by_length(
-            batch, batch_size, tf.stack([tf.constant(seed, tf.int64), index]), cut_targets=True))
+            batch, batch_size, tf.stack([tf.constant(seed, tf.int64), index]), cut_targets=True)))
     return ds.apply(tf.data.experimental.assert_cardinality(-(-rows // batch_size))).prefetch(
         tf.data.AUTOTUNE)
 
@@ -138,7 +140,7 @@ def length_sorted_batches(x, batch_size):
     lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
     order = np.argsort(lengths, kind="stable")
     batches = tf.data.Dataset.from_tensor_slices({name: value[order] for name, value in x.items()})
-    batches = batches.batch(batch_size).map(lambda batch: cut_padding(batch)[0])
+    batches = batches.batch(batch_size).map(plain(lambda batch: cut_padding(batch)[0]))
     back = np.empty_like(order)
     back[order] = np.arange(len(order))
     return batches, back

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tf_records.lm_schema import LmRecordSchema
 from tf_records.lm_schema import to_model_inputs
+from tf_records.plain import plain
 from tf_records.reader import check_kind
 from tf_records.reader import check_shard_framing
 from tf_records.reader import pipeline_share
@@ -113,13 +114,13 @@ def lm_dataset(
         # A finite dataset iterated again (fit with epochs=N) gets the next
         # pass number, so a new order.
         iterations = tf.Variable(-1, dtype=tf.int64, trainable=False)
-        passes = tf.data.Dataset.range(1).map(lambda _: iterations.assign_add(1))
-    ds = passes.flat_map(one_pass).skip(skip_records)
+        passes = tf.data.Dataset.range(1).map(plain(lambda _: iterations.assign_add(1)))
+    ds = passes.flat_map(plain(one_pass)).skip(skip_records)
     ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch size
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             max(0, records_per_pass - skip_records) // batch_size))
-    ds = ds.map(lambda records: to_model_inputs(tf.io.parse_example(records, spec)),
+    ds = ds.map(plain(lambda records: to_model_inputs(tf.io.parse_example(records, spec))),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from tf_records.dynamic_masking import mask_batch
 from tf_records.length_grouping import group_by_length
+from tf_records.plain import plain
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import RecordSchema
 from tf_records.schema import file_sha256
@@ -229,9 +230,9 @@ def pretraining_dataset(
         # A finite dataset iterated again (fit with epochs=N) gets the next
         # pass number: a new order and, with dynamic masking, new masks.
         iterations = tf.Variable(-1, dtype=tf.int64, trainable=False)
-        passes = tf.data.Dataset.range(1).map(lambda _: iterations.assign_add(1))
+        passes = tf.data.Dataset.range(1).map(plain(lambda _: iterations.assign_add(1)))
     # Each record carries its pass number (for the mask seed below).
-    ds = passes.flat_map(lambda p: one_pass(p).map(lambda record: (record, p)))
+    ds = passes.flat_map(plain(lambda p: one_pass(p).map(plain(lambda record: (record, p)))))
     # TPUs/XLA: a static batch size.
     ds = ds.skip(skip_records).batch(batch_size * group, drop_remainder=True)
     if not repeat:  # known length: Keras shows progress and does not warn at the end
@@ -259,10 +260,10 @@ def pretraining_dataset(
         def parse(records, pass_numbers):
             del pass_numbers
             return to_model_inputs(tf.io.parse_example(records, spec))
-    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if group > 1:
-        ds = ds.enumerate(start=start_group).flat_map(lambda index, batch: group_by_length(
-            batch, batch_size, tf.stack([tf.cast(seed, tf.int64), index])))
+        ds = ds.enumerate(start=start_group).flat_map(plain(lambda index, batch: group_by_length(
+            batch, batch_size, tf.stack([tf.cast(seed, tf.int64), index]))))
         ds = ds.skip(skip_batches)
     return ds.prefetch(tf.data.AUTOTUNE)
 

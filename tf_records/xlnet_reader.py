@@ -19,6 +19,7 @@ import os
 
 import tensorflow as tf
 
+from tf_records.plain import plain
 from tf_records.reader import check_kind
 from tf_records.reader import check_shard_framing
 from tf_records.reader import count_records
@@ -91,7 +92,7 @@ def xlnet_features_dataset(
 
     if repeat:
         first_pass, skip = divmod(first_record, records_per_pass)
-        ds = tf.data.Dataset.range(first_pass, 2**62).flat_map(one_pass).skip(skip)
+        ds = tf.data.Dataset.range(first_pass, 2**62).flat_map(plain(one_pass)).skip(skip)
     else:
         ds = one_pass(0).skip(first_record)
     ds = ds.enumerate(start=first_record)  # the record's place in the stream: its seed
@@ -101,14 +102,14 @@ def xlnet_features_dataset(
         # Every pipeline reads every record and keeps its own streams' rows
         # (cheap: only the kept ones are parsed and permuted). Filtered
         # after `enumerate`, a record keeps its place, so its permutation.
-        ds = ds.filter(lambda index, record: (index % batch_size) // rows == pipeline)
+        ds = ds.filter(plain(lambda index, record: (index % batch_size) // rows == pipeline))
 
     def parse(index, record):
         features = tf.io.parse_single_example(record, spec)
         return permute_record(features, schema.reuse_len, perm_size, num_predict, schema.sep_id,
                               schema.cls_id, tf.stack([tf.cast(seed, tf.int64), index]))
 
-    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(rows, drop_remainder=True)  # memory needs a fixed batch (row k: stream k)
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
@@ -174,7 +175,7 @@ def xlnet_pretraining_dataset(
         schema=schema, shuffle_buffer=shuffle_buffer, start_batch=start_batch, repeat=repeat,
         model_config=model_config, input_context=input_context,
         verify_checksums=verify_checksums)
-    ds = ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = ds.map(plain(to_model_inputs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
@@ -249,7 +250,7 @@ def target_counts(source, vocab_size, schema=None):
     spec = {k: v for k, v in schema.feature_spec().items() if k in ("input", "is_masked")}
     counts = np.zeros(vocab_size, np.int64)
     for batch in tf.data.TFRecordDataset(files).batch(1024).map(
-            lambda r: tf.io.parse_example(r, spec)):
+            plain(lambda r: tf.io.parse_example(r, spec))):
         ids, masked = batch["input"].numpy(), batch["is_masked"].numpy() > 0
         masked &= (ids != schema.sep_id) & (ids != schema.cls_id)  # functional: never targets
         np.add.at(counts, ids[masked], 1)

@@ -145,6 +145,7 @@ class BertRecipe:
                 repeat=True, shuffle=True, length_grouping=0):
         """The pretraining batches, turned into this ablation's targets
         (`length_grouping`: see `pretraining_dataset`)."""
+        from tf_records.plain import plain
         from tf_records.reader import pretraining_dataset
         from tf_records.schema import RecordSchema
 
@@ -158,12 +159,12 @@ class BertRecipe:
             shuffle_buffer=cfg.shuffle_buffer if shuffle else 0, seed=cfg.seed, repeat=repeat,
             model_config=model_config, start_batch=start_batch, length_grouping=length_grouping)
         if self.ablation == "no_nsp":
-            ds = ds.map(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
-                                         {"masked_lm": w["masked_lm"]}))
+            ds = ds.map(plain(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
+                                               {"masked_lm": w["masked_lm"]})))
         elif self.ablation == "ltr":
             from tf_records.reader import to_left_to_right
 
-            ds = ds.map(to_left_to_right)
+            ds = ds.map(plain(to_left_to_right))
         return ds
 
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):

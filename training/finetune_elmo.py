@@ -212,6 +212,8 @@ class _ElmoTask:
         """
         import tensorflow as tf
 
+        from tf_records.plain import plain
+
         table = tf.constant(self.words.char_table(model.backbone.max_characters_per_token))
         batches = x
         if not isinstance(x, tf.data.Dataset):
@@ -226,7 +228,7 @@ class _ElmoTask:
         def char_ids(x, *targets):
             return ({"char_ids": tf.gather(table, x["input_word_ids"])}, *targets)  # (B, ..., T, C)
 
-        return batches.map(char_ids).prefetch(tf.data.AUTOTUNE)
+        return batches.map(plain(char_ids)).prefetch(tf.data.AUTOTUNE)
 
     def _predict(self, model, x):
         return model.predict(self.char_id_batches(model, x), verbose=0)

@@ -386,6 +386,7 @@ def grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed):
     import tensorflow as tf
 
     from tf_records.length_grouping import grouped_batches
+    from tf_records.plain import plain
 
     shape = np.shape(x["input_mask"])
     length = shape[-1]
@@ -416,4 +417,4 @@ def grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed):
         batch_weight = [keras.tree.map_structure(restore, w, per_position) for w in batch_weight]
         return (batch_x, batch_y, *batch_weight)
 
-    return dataset.map(back)
+    return dataset.map(plain(back))
