@@ -55,8 +55,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PER_COMMAND = ("PYTEST_CURRENT_TEST", "TF_CONFIG", "TMPDIR", "KBI_NOTEBOOK_SMOKE")
 # Imported by the server before it forks: what our commands import (1.0 s
 # for our own modules, none of which defines a flag or starts a thread on
-# import). Apache Beam's runner is left to the one command that uses it.
-PRELOAD = ("tensorflow", "keras", "tensorflow_text", "matplotlib.pyplot")
+# import), and TensorBoard's summary ops, which `tf.summary.scalar` imports
+# at a command's first logged value (0.6 s of one core, measured, in every
+# training command). Apache Beam's runner is left to the one command that
+# uses it.
+PRELOAD = ("tensorflow", "keras", "tensorflow_text", "matplotlib.pyplot",
+           "tensorboard.summary.v2")
 OUR_PACKAGES = ("keras_bert_impl", "tf_records", "tasks", "training")
 NOT_PRELOADED = ("tf_records.beam_pretraining_data",)
 MAX_SERVERS = 3  # per pytest worker; further environments run plain subprocesses
