@@ -70,7 +70,7 @@ def test_threshold_rounds_equal_tensorflow_text():
                             max_unique_chars=1000, vocab_size=800, slack_ratio=0.05,
                             include_joiner_token=joiner, joiner="##",
                             reserved_tokens=reserved_tokens())
-        first = vocab_learner._first_iteration(words, params)
+        first = vocab_learner._first_iteration(words)
         for thresh in (1, 2, 3, 7, 40, 500, 10**7):
             ours = vocab_learner._learn_with_thresh(words, first, thresh, params)
             assert ours == lib.learn_with_thresh(words, thresh, params), (joiner, thresh)

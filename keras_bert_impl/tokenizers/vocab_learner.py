@@ -96,7 +96,7 @@ def learn_from_counts(counts, vocab_size, reserved, max_token_length=50, on_roun
     # A binary search over [lower, upper] ends within this many rounds.
     max_rounds = max(upper - lower + 1, 1).bit_length()
     slack = max(params.slack_ratio * vocab_size, 0)
-    first = _first_iteration(filtered, params)
+    first = _first_iteration(filtered)
     for round_number in range(1, max_rounds + 2):
         threshold = (upper + lower) // 2
         vocab = _learn_with_thresh(filtered, first, threshold, params)
@@ -142,10 +142,9 @@ def learn_from_counts(counts, vocab_size, reserved, max_token_length=50, on_roun
 # against it at every threshold, with and without the joiner).
 
 
-def _first_iteration(word_counts, params):
+def _first_iteration(word_counts):
     """What every round shares: the counts of the words (every iteration's
     starts) and of every rest of a word (the first iteration's)."""
-    del params
     words, rests = collections.Counter(), collections.Counter()
     for word, count in word_counts:
         words[word] += count
