@@ -195,72 +195,169 @@ def test_finetune_ltr_bilstm_end_to_end(tmp_path):
         "ltr_bilstm")
 
 
-# --- The miniature Table 5 ------------------------------------------------------
+# --- The feature-based backbone (Table 7) ------------------------------------
+
+
+def test_feature_backbone_is_frozen_bert_under_a_trained_bilstm(odd_config, tmp_path):
+    """Only the BiLSTM and its pooler train; the features are the encoder's
+    hidden states concatenated (embedding output and both blocks of a
+    2-layer model), with no dropout inside BERT even in training."""
+    from keras_bert_impl.models import BertFeatureBackbone
+
+    encoder = BertBackbone.from_bert_config(odd_config)
+    backbone = BertFeatureBackbone(encoder)
+    assert not encoder.trainable and isinstance(backbone, BertBackbone)
+    trainable = {w.path.split("/")[0] for w in backbone.trainable_weights}
+    assert trainable == {"bilstm_0", "bilstm_1", "feature_pooler"}, trainable
+    x = make_inputs()
+    out = backbone(x, training=True)
+    assert out["sequence_output"].shape == (3, 7, 12) and out["pooled_output"].shape == (3, 12)
+    np.testing.assert_allclose(out["sequence_output"], backbone(x, training=True)[
+        "sequence_output"], atol=1e-6)  # no dropout: the same twice
+    inner = encoder(x, training=False)["encoder_outputs"]
+    for a, b in zip(out["encoder_outputs"], inner, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    first = backbone.bilstms[0].forward_layer.cell.kernel
+    assert first.shape == (3 * 12, 4 * 6)  # 3 hidden states of H=12 into 6 units per gate
+    loaded = assert_keras_save_load_equal(BertClassifier(backbone, 2), x, tmp_path)
+    assert isinstance(loaded.backbone, BertFeatureBackbone)
+
+
+# --- The miniature Tables 5 and 1 -------------------------------------------------
 
 
 def test_task_builder_files_and_answers(tmp_path):
     """The three tasks in their official layouts: SQuAD answers are the exact
     text at answer_start (the official reader takes every one), classes are
-    balanced, and dev comes only from documents held out of pretraining."""
+    balanced, validation rows are training-side rows apart from train, the
+    topic labels follow the source module, and dev comes only from documents
+    held out of pretraining."""
     from tasks import glue
     from tasks import squad
+    from training.ablation_tasks import HELDOUT_PERCENT
+    from training.ablation_tasks import INTERNET_SOURCES
     from training.ablation_tasks import write_ablation_tasks
+    from training.default_corpus import document_sources
     from training.default_corpus import write_default_corpus
 
     folder = tmp_path / "tasks"
-    manifest = write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3)
-    assert set(manifest["tasks"]) == {"word_order", "sentence_order", "span_qa"}
-    for side, count in (("train", 60), ("dev", 30)):
-        data = squad.load_squad_json(str(folder / "span_qa" / f"{side}-v1.1.json"))
-        qas = [(p["context"], qa) for a in data for p in a["paragraphs"] for qa in p["qas"]]
-        assert len(qas) == count and len({qa["id"] for _, qa in qas}) == count
-        for context, qa in qas:
-            (answer,) = qa["answers"]
-            start = answer["answer_start"]
-            assert context[start:start + len(answer["text"])] == answer["text"]
-            assert "what" in qa["question"] and qa["question"].endswith("?")
-            assert answer["text"] not in qa["question"].split()
-        examples, skipped = squad.read_squad_examples(
-            str(folder / "span_qa" / f"{side}-v1.1.json"), is_training=True)
-        assert len(examples) == count and skipped == 0
-        for name, task in (("word_order", "cola"), ("sentence_order", "rte")):
-            examples, _ = glue.read_glue(task, str(folder / name), side)
-            labels = [e.label for e in examples]
-            assert len(examples) == count
-            assert abs(labels.count(labels[0]) - count / 2) <= 0.5  # balanced
+    manifest = write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3,
+                                    num_validation=20)
+    assert set(manifest["tasks"]) == {"topic", "answer_sentence", "span_qa"}
+    layouts = {"": ("train", "dev", 60, 30), "select": ("train", "dev", 60, 20)}
+    for sub, (_, _, n_train, n_dev) in layouts.items():
+        for side, count in (("train", n_train), ("dev", n_dev)):
+            path = str(folder / "span_qa" / sub / f"{side}-v1.1.json")
+            data = squad.load_squad_json(path)
+            qas = [(p["context"], qa) for a in data for p in a["paragraphs"] for qa in p["qas"]]
+            assert len(qas) == count and len({qa["id"] for _, qa in qas}) == count
+            for context, qa in qas:
+                (answer,) = qa["answers"]
+                start = answer["answer_start"]
+                assert context[start:start + len(answer["text"])] == answer["text"]
+                assert "what" in qa["question"] and qa["question"].endswith("?")
+            examples, skipped = squad.read_squad_examples(path, is_training=True)
+            assert len(examples) == count and skipped == 0
+            for name, task in (("topic", "sst2"), ("answer_sentence", "qnli")):
+                examples, _ = glue.read_glue(task, str(folder / name / sub), side)
+                labels = [e.label for e in examples]
+                assert len(examples) == count
+                assert abs(labels.count(labels[0]) - count / 2) <= 0.5  # balanced
+    for name in ("topic", "answer_sentence"):
+        train = {e.text_a for e in glue.read_glue("sst2" if name == "topic" else "qnli",
+                                                   str(folder / name), "train")[0]}
+        validation = glue.read_glue("sst2" if name == "topic" else "qnli",
+                                    str(folder / name / "select"), "dev")[0]
+        assert not train & {e.text_a for e in validation}, name
+    # QNLI's construction: the entailed sentence is the question's own.
+    for e in glue.read_glue("qnli", str(folder / "answer_sentence"), "dev")[0]:
+        words, asked = e.text_b.rstrip(".").split(), e.text_a.rstrip("?").split()
+        overlap = len(set(words) & set(asked)) / len(set(asked))
+        assert overlap > 0.6 or e.label == "not_entailment"
 
-    paths, _ = write_default_corpus(str(tmp_path / "corpus"))
-    heldout = set(open(paths["heldout"], encoding="utf-8").read().splitlines())
-    dev_pairs, _ = glue.read_glue("rte", str(folder / "sentence_order"), "dev")
-    assert all(e.text_a in heldout and e.text_b in heldout for e in dev_pairs)
-    dev_sentences, _ = glue.read_glue("cola", str(folder / "word_order"), "dev")
-    assert all(e.text_a in heldout for e in dev_sentences if e.label == "1")
-    train_sentences, _ = glue.read_glue("cola", str(folder / "word_order"), "train")
-    assert not any(e.text_a in heldout for e in train_sentences if e.label == "1")
+    paths, _ = write_default_corpus(str(tmp_path / "corpus"), heldout_percent=HELDOUT_PERCENT)
+    heldout = {" ".join(line.split())
+               for line in open(paths["heldout"], encoding="utf-8").read().splitlines()}
+    dev_pairs, _ = glue.read_glue("qnli", str(folder / "answer_sentence"), "dev")
+    assert all(e.text_b in heldout for e in dev_pairs)
+    topic_dev, _ = glue.read_glue("sst2", str(folder / "topic"), "dev")
+    assert all(e.text_a in heldout for e in topic_dev)
+    train_topics, _ = glue.read_glue("sst2", str(folder / "topic"), "train")
+    pretraining = {" ".join(line.split())
+                   for line in open(paths["train"], encoding="utf-8").read().splitlines()}
+    assert not any(e.text_a in pretraining for e in topic_dev)
+    assert all(e.text_a in pretraining for e in train_topics)
+    source_of = {}
+    for text, source in document_sources().items():
+        for sentence in text.split("\n"):
+            source_of.setdefault(" ".join(sentence.split()), set()).add(source)
+    for e in train_topics:
+        assert (e.label == "1") == bool(source_of[e.text_a] & INTERNET_SOURCES), e.text_a
     # Written once: the same call reads the manifest back.
-    assert write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3) == manifest
+    assert write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3,
+                                num_validation=20) == manifest
 
 
-def test_aggregate_and_verdicts():
-    from training.ablation_table import aggregate
-    from training.ablation_table import verdict
+def test_intervals_paired_differences_and_verdicts():
+    """The statistics on numbers worked by hand: t(0.975, 2) = 4.302653 and
+    t(0.975, 4) = 2.776445."""
+    from training.ablation_stats import cell_interval
+    from training.ablation_stats import paired_difference
+    from training.ablation_stats import verdict
 
-    stats = aggregate([70.0, 72.0, 74.0])
-    assert stats == {"mean": 72.0, "std": 2.0, "min": 70.0, "max": 74.0, "n": 3}
-    assert aggregate([5.0])["std"] is None and aggregate([]) is None
-    low = aggregate([60.0, 61.0, 62.0])
-    assert verdict(stats, low) == "reproduced"
-    assert verdict(aggregate([72.5, 73.5, 71.5]), stats) == "same direction, within seed noise"
-    assert verdict(low, stats) == "not reproduced (clearly opposite)"
-    assert verdict(stats, None) == "not measured"
-    assert "one seed" in verdict(aggregate([5.0]), aggregate([4.0]))
+    stats = cell_interval([70.0, 72.0, 74.0])
+    assert stats["mean"] == 72.0 and stats["std"] == 2.0 and stats["n"] == 3
+    half = 4.302653 * 2.0 / 3 ** 0.5
+    assert stats["low"] == pytest.approx(72.0 - half, abs=1e-5)
+    assert stats["high"] == pytest.approx(72.0 + half, abs=1e-5)
+    assert cell_interval([5.0])["low"] is None and cell_interval([]) is None
+    # Paired: the seeds' shared offsets cancel; unpaired seeds are left out.
+    better = {0: 60.0, 1: 70.0, 2: 80.0, 3: 65.0, 4: 75.0, 9: 0.0}
+    worse = {0: 59.0, 1: 68.0, 2: 79.0, 3: 63.0, 4: 74.0}
+    diff = paired_difference(better, worse)
+    assert diff["seeds"] == [0, 1, 2, 3, 4] and diff["mean"] == pytest.approx(1.4)
+    std = (sum((d - 1.4) ** 2 for d in (1, 2, 1, 2, 1)) / 4) ** 0.5
+    assert diff["low"] == pytest.approx(1.4 - 2.776445 * std / 5 ** 0.5, abs=1e-5)
+    assert verdict(diff) == "reproduced"
+    assert verdict(paired_difference(worse, better)) == "contradicted"
+    assert verdict(paired_difference({0: 1.0, 1: 3.0}, {0: 2.0, 1: 2.0})) == "inconclusive"
+    assert verdict(paired_difference({0: 1.0}, {0: 0.0})) == "inconclusive"  # no interval
+    assert verdict(paired_difference({0: 1.0}, {})) == "not measured"
 
 
-@pytest.mark.slow(seconds=200)
-def test_quick_table5_end_to_end(tmp_path):
+def test_committed_results_recompute_to_their_verdicts():
+    """docs/results/: every cell's interval and every direction's paired
+    difference and verdict recomputed from the seeds' scores in the JSON."""
+    from training.ablation_stats import cell_interval
+    from training.ablation_stats import paired_difference
+    from training.ablation_stats import verdict
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name in ("table5", "table1"):
+        table = json.load(open(os.path.join(root, "docs", "results", f"{name}.json")))
+        assert table["errors"] == []
+        seeds = {}
+        for system, row in table["systems"].items():
+            for task, entry in row["tasks"].items():
+                if "na" in entry:
+                    continue
+                scores = {s["seed"]: s["score"] for s in entry["seeds"]}
+                assert len(scores) == table["settings"]["seeds"] == 5, (system, task)
+                assert entry["interval"] == pytest.approx(cell_interval(list(scores.values())))
+                seeds[system, task] = scores
+        for direction in table["directions"]:
+            for task, found in direction["here"].items():
+                diff = paired_difference(seeds.get((direction["better"], task), {}),
+                                         seeds.get((direction["worse"], task), {}))
+                assert found["difference"] == pytest.approx(diff)
+                assert found["verdict"] == verdict(diff)
+
+
+@pytest.mark.slow(seconds=240)
+def test_quick_tables_end_to_end(tmp_path):
     """`python -m training.ablations --quick`: every system pretrained and
-    fine-tuned on every task (GPT's span QA n/a), table5.json, a PNG chart
-    and the printed table; a rerun redoes nothing."""
+    fine-tuned on every task (GPT's and ELMo's span QA n/a), the JSON and
+    PNG of both tables and the printed tables; a rerun redoes nothing."""
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = tmp_path / "table5"
@@ -269,61 +366,96 @@ def test_quick_table5_end_to_end(tmp_path):
     result = run_python(command, root, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     print(result.stdout[result.stdout.index("Table 5 in miniature:"):])
-    table = json.load(open(out / "table5.json"))
-    assert table["errors"] == []
-    assert set(table["systems"]) == {"bert", "no_nsp", "ltr", "ltr_bilstm", "gpt", "random"}
-    for name, row in table["systems"].items():
-        assert set(row["tasks"]) == {"word_order", "sentence_order", "span_qa"}
-        for task, entry in row["tasks"].items():
-            if name == "gpt" and task == "span_qa":
-                assert "na" in entry
-            else:
-                assert entry["aggregate"]["n"] == 1, (name, task)
-                assert 0 <= entry["aggregate"]["mean"] <= 100
-    for name in ("bert", "no_nsp", "ltr", "gpt"):
-        assert table["pretraining"][name]["batches_trained"] == 20
-        # Fine-tuning reads the Keras model: no SavedModel exported.
-        export = out / "pretrain" / name / "export"
-        assert not (export / "saved_model").exists()
-        assert (export / ("causal_lm.keras" if name == "gpt" else "pretrainer.keras")).exists()
-    assert {d["better"] + ">" + d["worse"] for d in table["directions"]} >= {
-        "bert>no_nsp", "no_nsp>ltr", "ltr_bilstm>ltr"}
-    with open(out / "table5.png", "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    table5 = json.load(open(out / "table5.json"))
+    table1 = json.load(open(out / "table1.json"))
+    assert table5["errors"] == [] and table1["errors"] == []
+    assert set(table5["systems"]) == {"bert", "no_nsp", "ltr", "ltr_bilstm", "random"}
+    assert set(table1["systems"]) == {"bert", "bert_features", "gpt", "elmo", "xlnet", "random"}
+    for table in (table5, table1):
+        for name, row in table["systems"].items():
+            assert set(row["tasks"]) == {"topic", "answer_sentence", "span_qa"}
+            for task, entry in row["tasks"].items():
+                if name in ("gpt", "elmo") and task == "span_qa":
+                    assert "na" in entry
+                else:
+                    assert entry["interval"]["n"] == 1, (name, task)
+                    assert 0 <= entry["interval"]["mean"] <= 100
+                    assert entry["learning_rate"] == 1e-3 and entry["selection"] == {}
+    assert table5["commit"] and table5["settings"]["seeds"] == 1
+    for name in ("bert", "no_nsp", "ltr", "gpt", "xlnet"):
+        assert table5["pretraining"][name]["batches_trained"] == 20, name
+    from training.ablations import QUICK
+    from training.ablations import AblationsConfig
+    from training.ablations import elmo_steps
+
+    assert table5["pretraining"]["elmo"]["batches_trained"] == elmo_steps(
+        AblationsConfig(**QUICK))
+    assert {d["better"] + ">" + d["worse"] for d in table5["directions"]} >= {
+        "bert>no_nsp", "no_nsp>ltr", "ltr_bilstm>ltr", "bert>random"}
+    assert {d["better"] + ">" + d["worse"] for d in table1["directions"]} >= {
+        "bert>gpt", "bert>elmo", "bert>bert_features"}
     from PIL import Image
 
-    with Image.open(out / "table5.png") as image:
-        image.verify()
-    for text in ("Table 5 in miniature", "The paper's Table 5", "LTR & No NSP", "+ BiLSTM",
-                 "OpenAI GPT", "No pretraining", "Directions", "n/a"):
+    for name in ("table5.png", "table1.png"):
+        with Image.open(out / name) as image:
+            image.verify()
+    for text in ("Table 5 in miniature", "Table 1 in miniature", "LTR & No NSP", "+ BiLSTM",
+                 "OpenAI GPT", "ELMo", "XLNet", "No pretraining", "Directions", "n/a"):
         assert text in result.stdout, text
 
     again = run_python(command, root, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Pretraining bert (" not in again.stdout and "done before" in again.stdout
-    assert json.load(open(out / "table5.json"))["systems"] == table["systems"]
+    assert json.load(open(out / "table5.json"))["systems"] == table5["systems"]
 
 
-def test_a_failed_pretraining_keeps_its_place_with_its_error(tmp_path, capsys):
-    """Runs without worker processes (`--workers=1`): BERT's corpus does not
-    exist, so its run fails with `training.pretrain`'s own message (its
-    traceback in its log.txt), No NSP and LTR, which read BERT's records,
-    say so, and the systems still come back in order."""
-    from training.ablations import QUICK
-    from training.ablations import AblationsConfig
-    from training.ablations import _pretrain_all
+def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, monkeypatch):
+    """Without workers and with the runs replaced by a score table: each cell
+    tries every rate on validation (seed 0), takes the best (a tie: the
+    smaller), then runs its seeds at that rate on dev; a failed pretraining
+    leaves its systems' cells with its error, and No NSP and LTR say BERT's
+    records are missing."""
+    from training import ablations
 
-    cfg = AblationsConfig(output_dir=str(tmp_path), workers=1, **QUICK)
-    missing = str(tmp_path / "missing.txt")
-    results = _pretrain_all(cfg, {"train": missing, "heldout": missing}, pool=None)
-    assert list(results) == ["bert", "no_nsp", "ltr", "gpt"]
-    for name in ("bert", "gpt"):
-        assert results[name]["error"].startswith("training.pretrain: SystemExit:"), results[name]
-        assert "missing.txt" in results[name]["error"], results[name]
-        log = (tmp_path / "pretrain" / name / "log.txt").read_text()
-        assert log.startswith(f"$ python -m training.pretrain --model={name}") and "SystemExit" in log
-    for name in ("no_nsp", "ltr"):
-        assert results[name] == {"error": "BERT's pretraining data was not written (see "
-                                          "pretrain/bert/log.txt)."}
-    out = capsys.readouterr().out
-    assert "pretraining bert FAILED: training.pretrain: SystemExit:" in out
+    calls = []
+
+    def fake_cell(config, system, task, split, rate, k):
+        calls.append((system, task, split, rate, k))
+        score = {1e-4: 50.0, 3e-4: 60.0, 1e-3: 60.0}[rate] if split == "select" else 70.0 + k
+        return {"seed": k, "score": score}
+
+    def fake_pretraining(config, name, corpus):
+        return {"error": f"no corpus for {name}"}
+
+    monkeypatch.setattr(ablations, "_run_cell", fake_cell)
+    monkeypatch.setattr(ablations, "_run_pretraining", fake_pretraining)
+    cfg = ablations.AblationsConfig(output_dir=str(tmp_path), workers=1, seeds=3,
+                                    systems="bert,no_nsp,random,gpt")
+    pretraining, cells = ablations._schedule(cfg, {}, ablations.chosen_systems(cfg), None)
+    assert pretraining == {"bert": {"error": "no corpus for bert"},
+                           "no_nsp": {"error": "BERT's pretraining data was not written (see "
+                                               "pretrain/bert/log.txt)."},
+                           "gpt": {"error": "no corpus for gpt"}}
+    for task in ("topic", "answer_sentence", "span_qa"):
+        cell = cells["random", task]
+        assert cell["selection"] == {"0.0001": 50.0, "0.0003": 60.0, "0.001": 60.0}
+        assert cell["learning_rate"] == 3e-4
+        assert [s["score"] for s in cell["seeds"]] == [70.0, 71.0, 72.0]
+        assert ("random", task, "dev", 3e-4, 2) in calls
+        assert cells["bert", task]["errors"] == ["pretraining bert failed: no corpus for bert"]
+    assert "na" in cells["gpt", "span_qa"]
+    assert not any(c[0] != "random" for c in calls)
+
+
+def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
+    from training import ablations
+
+    for changes, message in (({"learning_rates": "1e-3,x"}, "--learning_rates='1e-3,x'"),
+                             ({"learning_rates": "0"}, "must be > 0"),
+                             ({"systems": "bert,elmo2"}, "'elmo2' not one of"),
+                             ({"pretrain_seq_length": 3}, "--pretrain_seq_length=3"),
+                             ({"seeds": 0}, "--seeds=0")):
+        cfg = ablations.AblationsConfig(output_dir=str(tmp_path / "out"), **changes)
+        with pytest.raises(SystemExit, match=message):
+            ablations.run(cfg)
+        assert not (tmp_path / "out").exists()

@@ -1,50 +1,49 @@
-"""Table 5 in miniature, the table itself: its rows, columns and the paper's.
-
-What `training.ablations` compares (`SYSTEMS`, `TASKS`), the paper's Table 5
-and the directions it reports (`PAPER_TABLE5`, `DIRECTIONS`), and what is
-made of the runs' scores: mean and spread over seeds (`aggregate`), a
-verdict per direction against the seeds' noise (`verdict`), the JSON
-(`build_table`), the text beside the paper's (`format_table`) and the PNG
-(`plot_table`).
+"""Table 5 and Table 1 in miniature, the tables themselves: rows, columns, the
+paper's numbers and the directions it reports, and what is made of the
+runs' scores (`build_tables`), as text (`format_tables`) and charts
+(`plot_tables`). The statistics are `training.ablation_stats`.
 """
 
 import dataclasses
-import math
 import os
+
+from training.ablation_stats import cell_interval
+from training.ablation_stats import paired_difference
+from training.ablation_stats import verdict
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One fine-tuning task and the Table 5 columns it stands in for."""
+    """One fine-tuning task and the paper's columns it stands in for."""
 
     name: str
     label: str
     kind: str
-    paper_columns: tuple
+    finetune_task: str  # training.finetune's --task
+    paper_column: str  # the paper's column it stands for
     max_seq_length: int
+    epochs: int
 
 
 TASKS = (
-    Task("word_order", "word order", "single sentence, accuracy", ("SST-2",), 64),
-    Task("sentence_order", "sentence order", "sentence pair, accuracy",
-         ("MNLI-m", "QNLI", "MRPC"), 96),
-    Task("span_qa", "span QA", "span extraction, SQuAD F1", ("SQuAD",), 128),
+    Task("topic", "topic", "single sentence, accuracy", "glue/sst2", "SST-2", 64, 3),
+    Task("answer_sentence", "answer sentence", "sentence pair, accuracy", "glue/qnli", "QNLI",
+         96, 3),
+    Task("span_qa", "span QA", "span extraction, SQuAD F1", "squad", "SQuAD", 128, 6),
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class System:
-    """A row of the table: whose pretraining it starts from and how it fine-tunes.
-
-    `checkpoint` names the pretraining it starts from: a folder of
-    `<output_dir>/pretrain/` ("" = random initialization).
-    """
+    """A row: the pretraining it starts from (a folder of
+    `<output_dir>/pretrain/`, "" = random initialization) and how it fine-tunes."""
 
     name: str
     label: str
     checkpoint: str
     model: str = "bert"
     ablation: str = ""
+    no_span: str = ""  # why it has no span QA ("" = it has)
 
 
 SYSTEMS = (
@@ -52,39 +51,79 @@ SYSTEMS = (
     System("no_nsp", "No NSP", "no_nsp"),
     System("ltr", "LTR & No NSP", "ltr", ablation="ltr"),
     System("ltr_bilstm", "+ BiLSTM", "ltr", ablation="ltr_bilstm"),
-    System("gpt", "OpenAI GPT", "gpt", model="gpt"),
+    System("bert_features", "BERT feature-based", "bert", ablation="features"),
+    System("gpt", "OpenAI GPT", "gpt", model="gpt",
+           no_span="the GPT paper fine-tunes no span extraction; training.finetune refuses "
+                   "--task=squad with --model=gpt"),
+    System("elmo", "ELMo (features, 1/8 tokens)", "elmo", model="elmo",
+           no_span="ELMo's SQuAD model (BiDAF) is not built here; training.finetune refuses "
+                   "--task=squad with --model=elmo"),
+    System("xlnet", "XLNet", "xlnet", model="xlnet"),
     System("random", "No pretraining", ""),
 )
+PRETRAINED = ("bert", "no_nsp", "ltr", "gpt", "elmo", "xlnet")  # folders of pretrain/
 
 # The BERT paper's Table 5 (dev; accuracy, SQuAD 1.1 F1), from
-# COMPARISON_SYSTEMS.md section 3.
-PAPER_COLUMNS = ("MNLI-m", "QNLI", "MRPC", "SST-2", "SQuAD")
+# COMPARISON_SYSTEMS.md section 3, in our columns' order.
 PAPER_TABLE5 = {
-    "bert": (84.4, 88.4, 86.7, 92.7, 88.5),
-    "no_nsp": (83.9, 84.9, 86.5, 92.6, 87.9),
-    "ltr": (82.1, 84.3, 77.5, 92.1, 77.8),
-    "ltr_bilstm": (82.1, 84.1, 75.7, 91.6, 84.9),
+    "bert": {"SST-2": 92.7, "QNLI": 88.4, "SQuAD": 88.5},
+    "no_nsp": {"SST-2": 92.6, "QNLI": 84.9, "SQuAD": 87.9},
+    "ltr": {"SST-2": 92.1, "QNLI": 84.3, "SQuAD": 77.8},
+    "ltr_bilstm": {"SST-2": 91.6, "QNLI": 84.1, "SQuAD": 84.9},
 }
+# Table 1 (GLUE test) and Table 2 (SQuAD 1.1 dev F1); BERT-Base, OpenAI GPT,
+# BiLSTM+ELMo+Attn (BiDAF+ELMo on SQuAD). Table 7 (CoNLL-2003 dev F1):
+# fine-tuned BERT-Base 96.4, its concatenated last four layers as features 96.1.
+PAPER_TABLE1 = {
+    "bert": {"SST-2": 93.5, "QNLI": 90.5, "SQuAD": 88.5},
+    "gpt": {"SST-2": 91.3, "QNLI": 87.4},
+    "elmo": {"SST-2": 90.4, "QNLI": 79.8, "SQuAD": 85.6},
+}
+TABLE1_SYSTEMS = ("bert", "bert_features", "gpt", "elmo", "xlnet", "random")
 
-# (expected better, expected worse, tasks, what the paper reports).
+ALL = tuple(t.name for t in TASKS)
+PAIR = ("answer_sentence",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Direction:
+    """The paper's claim that `better` scores above `worse` on `tasks`."""
+
+    better: str
+    worse: str
+    tasks: tuple
+    claim: str
+    table: str  # "table5" or "table1"
+    robust: bool  # the issue's robust directions: must come out reproduced
+
+
 DIRECTIONS = (
-    ("bert", "no_nsp", ("word_order", "sentence_order", "span_qa"),
-     "BERT >= No NSP (Table 5): removing NSP hurts every column, most QNLI (88.4 -> 84.9)"),
-    ("no_nsp", "ltr", ("word_order", "sentence_order", "span_qa"),
-     "No NSP > LTR & No NSP (Table 5): left-to-right loses everywhere, most MRPC "
-     "(86.5 -> 77.5) and SQuAD (87.9 -> 77.8)"),
-    ("ltr_bilstm", "ltr", ("span_qa",),
-     "+ BiLSTM helps LTR on SQuAD (Table 5: 77.8 -> 84.9)"),
-    ("ltr", "ltr_bilstm", ("word_order", "sentence_order"),
-     "+ BiLSTM does not help LTR on GLUE (Table 5: MRPC 77.5 -> 75.7, SST-2 92.1 -> 91.6)"),
-    ("bert", "gpt", ("word_order", "sentence_order"),
-     "BERT > OpenAI GPT (Table 1, GLUE test, BERT-Base vs GPT: SST-2 93.5 vs 91.3, "
-     "QNLI 90.5 vs 87.4, MRPC F1 88.9 vs 82.3)"),
-    ("bert", "random", ("word_order", "sentence_order", "span_qa"),
-     "Pretraining helps (the premise of the paper; not a Table 5 row)"),
+    Direction("no_nsp", "ltr", ("answer_sentence", "span_qa"), "Bidirectional beats "
+              "left-to-right: No NSP > LTR & No NSP (SQuAD 87.9 -> 77.8, MRPC 86.5 -> 77.5)",
+              "table5", True),
+    Direction("no_nsp", "ltr", ("topic",), "... and on the single sentence only a little "
+              "(SST-2 92.6 -> 92.1)", "table5", False),
+    Direction("ltr_bilstm", "ltr", ("span_qa",), "+ BiLSTM recovers part of the span-QA gap "
+              "(SQuAD 77.8 -> 84.9)", "table5", True),
+    Direction("no_nsp", "ltr_bilstm", ("span_qa",), "... but only part: No NSP > + BiLSTM on "
+              "span QA (87.9 vs 84.9)", "table5", False),
+    Direction("ltr", "ltr_bilstm", ("answer_sentence",), "+ BiLSTM does not help the pair "
+              "tasks (QNLI 84.3 -> 84.1, MRPC 77.5 -> 75.7)", "table5", False),
+    Direction("bert", "no_nsp", ("answer_sentence",), "NSP helps the sentence-pair task "
+              "(QNLI 88.4 -> 84.9; RoBERTa could not confirm this)", "table5", False),
+    Direction("bert", "no_nsp", ("topic",), "... and barely moves the single sentence "
+              "(SST-2 92.7 -> 92.6)", "table5", False),
+    Direction("bert", "random", ALL, "Pretraining helps every task against the same model "
+              "from scratch", "table5", True),
+    Direction("bert", "gpt", ("topic", "answer_sentence"), "BERT > OpenAI GPT of the same size "
+              "on the same data (Table 1: SST-2 93.5 vs 91.3, QNLI 90.5 vs 87.4)", "table1",
+              False),
+    Direction("bert", "elmo", ("topic", "answer_sentence"), "Fine-tuned BERT > ELMo's frozen "
+              "features (Table 1: SST-2 93.5 vs 90.4, QNLI 90.5 vs 79.8)", "table1", False),
+    Direction("bert", "bert_features", ALL, "Fine-tuning BERT >= its frozen features (Table 7: "
+              "CoNLL-2003 96.4 vs 96.1 for the last four layers concatenated)", "table1",
+              False),
 )
-
-
 
 
 def pretraining_scores(summary):
@@ -95,179 +134,156 @@ def pretraining_scores(summary):
     return ", ".join(shown) or "held-out scores: see summary.json"
 
 
-# --- 4. Fine-tuning -------------------------------------------------------------
+def build_tables(settings, pretraining, tasks, cells, seconds, commit):
+    """`table5.json`'s and `table1.json`'s content.
 
-
-
-
-def aggregate(scores):
-    """Mean, sample std (None for one seed), min, max and count of seed scores."""
-    n = len(scores)
-    if not n:
-        return None
-    mean = sum(scores) / n
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1)) if n > 1 else None
-    return {"mean": mean, "std": std, "min": min(scores), "max": max(scores), "n": n}
-
-
-def verdict(better, worse):
-    """Whether `better` beat `worse`, against the fine-tuning seeds' noise.
-
-    Clear when the mean difference exceeds two standard errors of the
-    difference of means (seed std / sqrt(n) on each side).
+    `cells[system, task]`: `{"na": why}` or `{"selection": {lr: validation
+    score}, "learning_rate": chosen, "seeds": [{"seed": k, "score": ...}],
+    "errors": [...]}`.
     """
-    if not better or not worse:
-        return "not measured"
-    diff = better["mean"] - worse["mean"]
-    if better["std"] is None or worse["std"] is None:
-        return ("same direction (one seed: noise unknown)" if diff > 0
-                else "not reproduced (one seed: noise unknown)")
-    noise = 2 * math.sqrt(better["std"] ** 2 / better["n"] + worse["std"] ** 2 / worse["n"])
-    if abs(diff) < 1e-9:
-        return "not reproduced (no difference)"
-    if diff > noise:
-        return "reproduced"
-    if diff > 0:
-        return "same direction, within seed noise"
-    if diff >= -noise:
-        return "not reproduced (opposite direction, within seed noise)"
-    return "not reproduced (clearly opposite)"
-
-
-def build_table(cfg, pretraining, tasks, cells, seconds):
-    systems = {}
-    errors = []
+    systems, errors = {}, []
     for system in SYSTEMS:
+        if (system.name, TASKS[0].name) not in cells:  # not run (--systems)
+            continue
         row = {"label": system.label, "tasks": {}}
         for task in TASKS:
             cell = cells[system.name, task.name]
-            entry = {"na": cell["na"]} if "na" in cell else {
-                "seeds": sorted(cell["seeds"], key=lambda s: s["seed"]),
-                "aggregate": aggregate([s["score"] for s in cell["seeds"]])}
+            if "na" in cell:
+                entry = {"na": cell["na"]}
+            else:
+                seeds = sorted(cell.get("seeds", []), key=lambda s: s["seed"])
+                entry = {"learning_rate": cell.get("learning_rate"),
+                         "selection": cell.get("selection", {}), "seeds": seeds,
+                         "interval": cell_interval([s["score"] for s in seeds])}
             if cell.get("errors"):
                 entry["errors"] = cell["errors"]
                 errors += [f"{system.label} / {task.label}: {e}" for e in cell["errors"]]
             row["tasks"][task.name] = entry
         systems[system.name] = row
-    directions = []
-    for better, worse, names, paper in DIRECTIONS:
+    directions = {"table5": [], "table1": []}
+    for d in DIRECTIONS:
         found = {}
-        for name in names:
-            a = systems[better]["tasks"][name].get("aggregate")
-            b = systems[worse]["tasks"][name].get("aggregate")
-            found[name] = {"difference": (a["mean"] - b["mean"]) if a and b else None,
-                           "verdict": verdict(a, b)}
-        directions.append({"better": better, "worse": worse, "paper": paper, "here": found})
-    return {
-        "settings": dataclasses.asdict(cfg),
-        "scale": "dev accuracy x 100 (word order, sentence order); official SQuAD v1.1 F1 "
-                 "(span QA); mean, sample std, min and max over fine-tuning seeds",
-        "tasks": {t.name: {"label": t.label, "kind": t.kind, "stands_for": list(t.paper_columns),
+        for name in d.tasks:
+            a, b = (systems[s]["tasks"][name].get("seeds") or [] if s in systems else []
+                    for s in (d.better, d.worse))
+            diff = paired_difference({s["seed"]: s["score"] for s in a},
+                                     {s["seed"]: s["score"] for s in b})
+            found[name] = {"difference": diff, "verdict": verdict(diff)}
+        directions[d.table].append({"better": d.better, "worse": d.worse, "claim": d.claim,
+                                    "robust": d.robust, "here": found})
+    common = {
+        "settings": settings, "commit": commit,
+        "scale": "dev accuracy x 100 (topic, answer sentence); official SQuAD v1.1 F1 (span "
+                 "QA); per cell the mean over fine-tuning seeds and its 95% t interval; per "
+                 "direction the paired difference over seeds, its 95% t interval and the "
+                 "verdict (reproduced: above 0; contradicted: below 0; else inconclusive)",
+        "tasks": {t.name: {"label": t.label, "kind": t.kind, "stands_for": t.paper_column,
+                           "epochs": t.epochs, "max_seq_length": t.max_seq_length,
                            **tasks["tasks"][t.name]} for t in TASKS},
-        "pretraining": pretraining,
-        "systems": systems,
         "baselines": {t.name: {
-            "trivial": 100 * tasks["tasks"][t.name]["majority"] if t.name != "span_qa"
-            else tasks["tasks"][t.name]["majority"],
+            "trivial": tasks["tasks"][t.name]["majority"] * (1 if t.name == "span_qa" else 100),
             "trivial_means": tasks["tasks"][t.name].get("majority_means",
                                                         "majority class of train"),
             **({"bag_of_words": 100 * tasks["tasks"][t.name]["bag_of_words"]}
                if "bag_of_words" in tasks["tasks"][t.name] else {})} for t in TASKS},
-        "paper_table5": {"columns": list(PAPER_COLUMNS), **{
-            name: list(values) for name, values in PAPER_TABLE5.items()}},
-        "directions": directions,
-        "errors": errors,
-        "wall_seconds": round(seconds, 1),
-    }
+        "errors": errors, "wall_seconds": round(seconds, 1)}
+    table5 = {**common, "pretraining": pretraining,
+              "systems": {k: v for k, v in systems.items() if k not in ("gpt", "elmo", "xlnet",
+                                                                        "bert_features")},
+              "paper": PAPER_TABLE5, "directions": directions["table5"]}
+    table1 = {**common, "systems": {k: systems[k] for k in TABLE1_SYSTEMS if k in systems},
+              "paper": PAPER_TABLE1, "directions": directions["table1"]}
+    return table5, table1
 
 
 def _shown(entry):
     if "na" in entry:
         return "n/a"
-    stats = entry.get("aggregate")
-    if entry.get("errors") and not stats:
-        return "failed"
+    stats = entry.get("interval")
     if not stats:
-        return "-"
-    text = f"{stats['mean']:5.1f}"
-    if stats["std"] is not None:
-        text += f" ± {stats['std']:.1f} [{stats['min']:.1f}-{stats['max']:.1f}]"
-    return text + (" (+failed)" if entry.get("errors") else "")
+        return "failed" if entry.get("errors") else "-"
+    if stats["low"] is None:
+        return f"{stats['mean']:5.1f}"
+    return f"{stats['mean']:5.1f} [{stats['low']:.1f}, {stats['high']:.1f}]"
 
 
-def format_table(table):
-    """The miniature table, the paper's Table 5 and the verdicts, as text."""
-    width = 28
+def _difference(found):
+    diff = found["difference"]
+    if diff is None:
+        return "n/a"
+    if diff["low"] is None:
+        return f"{diff['mean']:+.1f}"
+    return f"{diff['mean']:+.1f} [{diff['low']:+.1f}, {diff['high']:+.1f}]"
+
+
+def format_table(table, title):
+    """One table beside the paper's, its baselines and its verdicts, as text."""
+    width = 24
     labels = {s.name: s.label for s in SYSTEMS}
     settings = table["settings"]
     lines = [
-        "",
-        f"Table 5 in miniature: tiny models (L=2, H=128, A=2), {settings['pretrain_steps']} "
-        f"pretraining steps of {settings['pretrain_batch_size']} x "
-        f"{settings['pretrain_seq_length']} tokens; {settings['seeds']} fine-tuning seed(s), "
-        f"{settings['epochs']} epoch(s), {settings['num_train']} training / "
+        "", f"{title}: tiny models (L=2, H=128), {settings['pretrain_steps']} pretraining steps "
+        f"of {settings['pretrain_batch_size']} x {settings['pretrain_seq_length']} tokens each; "
+        f"{settings['seeds']} fine-tuning seeds per cell at the learning rate chosen on "
+        f"{settings['num_validation']} validation rows; {settings['num_train']} training / "
         f"{settings['num_dev']} dev rows per task.",
-        f"Dev scores: {table['scale']}.",
-        "",
-        f"{'':18s}" + "".join(f"{t.label:>{width}s}" for t in TASKS),
-        f"{'':18s}" + "".join(f"{'(~' + '/'.join(t.paper_columns) + ')':>{width}s}"
-                              for t in TASKS),
-    ]
+        f"Scale: {table['scale']}.", "",
+        f"{'':20s}" + "".join(f"{TASK.label + ' (~' + TASK.paper_column + ')':>{width}s}"
+                              for TASK in TASKS) + "   paper: " + " / ".join(
+            t.paper_column for t in TASKS)]
     for name, row in table["systems"].items():
-        lines.append(f"{labels[name]:18s}" + "".join(
-            f"{_shown(row['tasks'][t.name]):>{width}s}" for t in TASKS))
+        paper = table["paper"].get(name, {})
+        lines.append(f"{labels[name]:20s}" + "".join(
+            f"{_shown(row['tasks'][t.name]):>{width}s}" for t in TASKS) + "   " + " / ".join(
+            f"{paper[t.paper_column]:.1f}" if t.paper_column in paper else "-" for t in TASKS))
     for key, label in (("trivial", "Trivial baseline"), ("bag_of_words", "Bag of words")):
-        lines.append(f"{label:18s}" + "".join(
+        lines.append(f"{label:20s}" + "".join(
             f"{table['baselines'][t.name][key]:>{width}.1f}" if key in table["baselines"][t.name]
             else f"{'-':>{width}s}" for t in TASKS))
-    lines.append("  (trivial: majority class; span QA: "
-                 f"{table['baselines']['span_qa']['trivial_means']}; bag of words: logistic "
-                 "regression on word 1-2 grams)")
-    lines += ["", "Pretraining, held out (baseline: the most frequent token; the unigram model):"]
-    for name, summary in table["pretraining"].items():
-        label = {"bert": "BERT (MLM + NSP)", "no_nsp": "No NSP", "ltr": "LTR & No NSP",
-                 "gpt": "OpenAI GPT"}[name]
-        shown = (f"FAILED: {summary['error']}" if "error" in summary
-                 else pretraining_scores(summary))
-        lines.append(f"  {label:18s}{shown}")
-    lines += ["", "The paper's Table 5 (BERT-Base size, dev):",
-              f"{'':18s}" + "".join(f"{c:>8s}" for c in PAPER_COLUMNS)]
-    for name, values in PAPER_TABLE5.items():
-        lines.append(f"{labels[name]:18s}" + "".join(f"{v:8.1f}" for v in values))
-    lines += ["", "Directions (here: mean difference, expected-better minus expected-worse):"]
+    lines += ["", "Directions (paired difference over fine-tuning seeds, 95% interval):"]
     task_labels = {t.name: t.label for t in TASKS}
-    for direction in table["directions"]:
-        lines.append(f"- {direction['paper']}")
-        for name, found in direction["here"].items():
-            diff = found["difference"]
-            shown = "n/a" if diff is None else f"{diff:+.1f}"
-            lines.append(f"    {task_labels[name]:15s} {shown:>7s}  {found['verdict']}")
-    lines.append("  One pretraining run per system: the seed spread covers fine-tuning only.")
+    for d in table["directions"]:
+        lines.append(f"- {d['claim']}{' [robust]' if d['robust'] else ''}")
+        for name, found in d["here"].items():
+            lines.append(f"    {labels[d['better']]} - {labels[d['worse']]}, "
+                         f"{task_labels[name]}: {_difference(found)}  {found['verdict']}")
     if table["errors"]:
         lines += ["", "FAILED:"] + [f"- {e}" for e in table["errors"]]
     return "\n".join(lines)
 
 
-def plot_table(table, path):
-    """A bar chart per task: mean and std over seeds, each seed a dot, baselines as lines."""
+def format_tables(table5, table1):
+    lines = [format_table(table5, "Table 5 in miniature"),
+             "", "Pretraining, held out (baseline: the most frequent token; the unigram model):"]
+    for name, summary in table5["pretraining"].items():
+        shown = (f"FAILED: {summary['error']}" if "error" in summary
+                 else pretraining_scores(summary))
+        lines.append(f"  {name:8s}{shown}")
+    lines.append(format_table(table1, "Table 1 in miniature"))
+    return "\n".join(lines)
+
+
+def plot_table(table, path, title):
+    """A bar chart per task: mean and 95% interval, each seed a dot, baselines as lines."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless
     import matplotlib.pyplot as plt
 
+    names = list(table["systems"])
     figure, axes = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 4.8))
-    colors = ("#1f77b4", "#6baed6", "#d62728", "#ff9896", "#2ca02c", "#7f7f7f")
     for ax, task in zip(axes, TASKS):
         baselines = table["baselines"][task.name]
         shown = [v for v in baselines.values() if isinstance(v, float | int)]
-        for i, system in enumerate(SYSTEMS):
-            entry = table["systems"][system.name]["tasks"][task.name]
-            stats = entry.get("aggregate")
+        for i, name in enumerate(names):
+            entry = table["systems"][name]["tasks"][task.name]
+            stats = entry.get("interval")
             if stats:
-                ax.bar(i, stats["mean"], color=colors[i], yerr=stats["std"] or 0, capsize=4)
+                error = 0 if stats["low"] is None else stats["mean"] - stats["low"]
+                ax.bar(i, stats["mean"], color=f"C{i}", yerr=error, capsize=4)
                 ax.plot([i] * len(entry["seeds"]), [s["score"] for s in entry["seeds"]], "k.",
                         markersize=4)
-                shown += [s["score"] for s in entry["seeds"]] + [stats["mean"] + (stats["std"] or 0)]
+                shown += [s["score"] for s in entry["seeds"]] + [stats["mean"] + error]
             else:
                 ax.text(i, 0.03, "n/a" if "na" in entry else "failed", ha="center", fontsize=9,
                         transform=ax.get_xaxis_transform())  # x: bar, y: axes fraction
@@ -278,15 +294,16 @@ def plot_table(table, path):
                        label="bag of words (1-2 grams)")
         low, high = min(shown), max(shown)
         margin = max(1.0, 0.1 * (high - low))
-        ax.set_ylim(max(0.0, low - 4 * margin), high + margin)  # accuracies sit near 50-100
-        ax.set_xticks(range(len(SYSTEMS)))
-        ax.set_xticklabels([s.label for s in SYSTEMS], rotation=35, ha="right", fontsize=8)
-        ax.set_title(f"{task.label} (~{'/'.join(task.paper_columns)})\n{task.kind}", fontsize=10)
-        ax.legend(fontsize=7, loc="best")
+        ax.set_ylim(max(0.0, low - 4 * margin), high + margin)
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([table["systems"][n]["label"] for n in names], rotation=35,
+                           ha="right", fontsize=8)
+        ax.set_title(f"{task.label} (~{task.paper_column})\n{task.kind}", fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
     settings = table["settings"]
-    figure.suptitle(f"BERT Table 5 in miniature: tiny models, {settings['pretrain_steps']} "
-                    f"pretraining steps, {settings['seeds']} fine-tuning seed(s); bars: mean ± "
-                    "std, dots: seeds", fontsize=10)
+    figure.suptitle(f"{title}: tiny models, {settings['pretrain_steps']} pretraining steps, "
+                    f"{settings['seeds']} fine-tuning seeds; bars: mean and 95% interval, "
+                    "dots: seeds", fontsize=10)
     figure.tight_layout()
     figure.savefig(path + ".tmp.png", dpi=100)
     plt.close(figure)

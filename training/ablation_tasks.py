@@ -52,13 +52,13 @@ from absl import flags
 from training import console
 from training.default_corpus import default_documents
 
-HELDOUT_PERCENT = 5  # training.default_corpus.write_default_corpus's default
-TASK_NAMES = ("word_order", "sentence_order", "span_qa")
+HELDOUT_PERCENT = 15  # of the documents: Table 5's corpus holds them out of pretraining
 MIN_WORDS, MAX_WORDS = 6, 30  # a sentence for word order and questions
 PAIR_MIN_WORDS, PAIR_MAX_WORDS = 4, 30  # each sentence of a pair
-PARAGRAPH_SENTENCES = 4
+PARAGRAPH_SENTENCES = 1  # span QA: a paragraph is one sentence (calibrated)
+PAIR_PARAGRAPH_SENTENCES = 2  # answer sentence: the other sentence is the neighbour
 MAX_ANSWER_WORDS = 3
-QUESTIONS_PER_PARAGRAPH = 3
+QUESTIONS_PER_PARAGRAPH = 2
 _ANSWER_WORD = re.compile(r"^([\"'(`]*)([A-Za-z][A-Za-z0-9_]{2,})([\"'),.:;`]*)$")
 _STOPWORDS = frozenset("""
     a an the and or but if then else when while for from with without into onto of off on in
@@ -73,15 +73,28 @@ def _clean(sentence):
     return " ".join(sentence.split())
 
 
-def split_documents():
+def split_documents(with_sources=False):
     """`{"train": [...], "dev": [...]}` of the default corpus's documents
-    (lists of sentences); dev is exactly what pretraining holds out."""
+    (lists of sentences); dev is what pretraining holds out, less the
+    sentences that also stand in a training document.
+    `with_sources`: `(source, sentences)` pairs instead
+    (`training.default_corpus.document_sources`)."""
+    from training.default_corpus import document_sources
+
+    sources = document_sources() if with_sources else {}
     sides = {"train": [], "dev": []}
     for sentences in default_documents():
         # The same bucket as write_default_corpus gives the document.
-        digest = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
+        text = "\n".join(sentences)
+        digest = hashlib.sha256(text.encode()).hexdigest()
         side = "dev" if int(digest, 16) % 100 < HELDOUT_PERCENT else "train"
-        sides[side].append([_clean(s) for s in sentences if "\t" not in s])
+        cleaned = [_clean(s) for s in sentences if "\t" not in s]
+        sides[side].append((sources[text], cleaned) if with_sources else cleaned)
+    # A sentence that also stands in a training document (docstrings repeat
+    # themselves) was seen in pretraining: not in dev.
+    seen = {s for d in sides["train"] for s in (d[1] if with_sources else d)}
+    sides["dev"] = [(d[0], [s for s in d[1] if s not in seen]) if with_sources
+                    else [s for s in d if s not in seen] for d in sides["dev"]]
     return sides
 
 
@@ -114,6 +127,61 @@ def word_order_rows(documents, count, rng, side="train"):
                 sentences.append(sentence)
     chosen = _take(sentences, count, rng, "sentences", side)
     rows = [(1, s) if k % 2 == 0 else (0, _swap_two_words(s, rng)) for k, s in enumerate(chosen)]
+    rng.shuffle(rows)
+    return rows
+
+
+def replaced_word_rows(documents, count, rng, side="train"):
+    """`[(label, sentence)]`: half as written (1), half with one word replaced
+    (0) by a word drawn from the side's own word frequencies (ELECTRA's
+    replaced-token detection, asked of the whole sentence)."""
+    seen, sentences, words = set(), [], []
+    for document in documents:
+        for sentence in document:
+            split = sentence.split()
+            words += split
+            if MIN_WORDS <= len(split) <= MAX_WORDS and sentence not in seen:
+                seen.add(sentence)
+                sentences.append(sentence)
+    chosen = _take(sentences, count, rng, "sentences", side)
+    rows = []
+    for k, sentence in enumerate(chosen):
+        if k % 2 == 0:
+            rows.append((1, sentence))
+            continue
+        split = sentence.split()
+        i = rng.randrange(len(split))
+        while True:
+            word = rng.choice(words)  # by frequency: every occurrence is a ticket
+            if word.lower() != split[i].lower():
+                break
+        split[i] = word
+        rows.append((0, " ".join(split)))
+    rng.shuffle(rows)
+    return rows
+
+
+# The Python Library Reference's chapters "Internet Data Handling" and
+# "Internet Protocols and Support" (3.11), by top-level module.
+INTERNET_SOURCES = frozenset("""
+    email json mailbox mimetypes base64 binascii quopri uu
+    webbrowser wsgiref urllib http ftplib poplib imaplib smtplib smtpd uuid socketserver
+    xmlrpc ipaddress cgi cgitb nntplib telnetlib
+    """.split())
+
+
+def topic_rows(documents, count, rng, side="train"):
+    """`[(label, sentence)]`: half from the library's internet chapters (1,
+    `INTERNET_SOURCES`), half from everything else (0); `documents` are
+    `(source, sentences)` pairs."""
+    seen, groups = set(), {0: [], 1: []}
+    for source, sentences in documents:
+        for sentence in sentences:
+            if MIN_WORDS <= len(sentence.split()) <= MAX_WORDS and sentence not in seen:
+                seen.add(sentence)
+                groups[int(source in INTERNET_SOURCES)].append(sentence)
+    rows = [(1, s) for s in _take(groups[1], (count + 1) // 2, rng, "internet sentences", side)]
+    rows += [(0, s) for s in _take(groups[0], count // 2, rng, "other sentences", side)]
     rng.shuffle(rows)
     return rows
 
@@ -216,6 +284,34 @@ def span_qa_articles(documents, count, rng, side="train", prefix="q"):
             for d, paragraphs in sorted(articles.items())]
 
 
+def answer_sentence_rows(documents, count, rng, side="train"):
+    """`[(label, question, sentence)]` in QNLI's form: a question made from one
+    sentence of a paragraph as in span QA (a span replaced by "what"), paired
+    with that sentence (1: it holds the answer) or with another sentence of
+    the same paragraph (0), half and half."""
+    candidates = []  # (question, its sentence, another sentence of the paragraph)
+    for document in documents:
+        for p in range(0, len(document), PAIR_PARAGRAPH_SENTENCES):
+            sentences = document[p:p + PAIR_PARAGRAPH_SENTENCES]
+            context_words = " ".join(sentences).split()
+            for i, sentence in enumerate(sentences):
+                words = sentence.split()
+                others = [s for j, s in enumerate(sentences) if j != i and s != sentence
+                          and PAIR_MIN_WORDS <= len(s.split()) <= PAIR_MAX_WORDS]
+                if not MIN_WORDS <= len(words) <= MAX_WORDS or not others:
+                    continue
+                spans = _answer_spans(words, context_words)
+                if spans:
+                    first, last, _, _ = rng.choice(spans)
+                    candidates.append((_question(words, first, last), sentence,
+                                       rng.choice(others)))
+    chosen = _take(candidates, count, rng, "questions with another sentence beside them", side)
+    rows = [(1, q, s) if k % 2 == 0 else (0, q, other)
+            for k, (q, s, other) in enumerate(chosen)]
+    rng.shuffle(rows)
+    return rows
+
+
 def first_words_f1(data, num_words):
     """Official SQuAD v1.1 F1 and EM of always answering the context's first words."""
     from tasks.squad_metrics import evaluate_v1
@@ -259,69 +355,156 @@ def _write(path, text):
     os.replace(path + ".tmp", path)
 
 
-def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0):
-    """Writes the three tasks under `folder`; returns the `tasks.json` record.
+def _tsv(header, rows):
+    return "".join([header] + ["\t".join(map(str, row)) + "\n" for row in rows])
 
-    Already there with the same sizes and seed: read, not rewritten.
+
+TASK_FILES = {  # name: (training.finetune --task, layout, train file, dev file)
+    "word_order": ("glue/cola", "CoLA", "train.tsv", "dev.tsv"),
+    "replaced_word": ("glue/sst2", "SST-2", "train.tsv", "dev.tsv"),
+    "topic": ("glue/sst2", "SST-2", "train.tsv", "dev.tsv"),
+    "sentence_order": ("glue/rte", "RTE", "train.tsv", "dev.tsv"),
+    "answer_sentence": ("glue/qnli", "QNLI", "train.tsv", "dev.tsv"),
+    "span_qa": ("squad", "SQuAD v1.1", "train-v1.1.json", "dev-v1.1.json"),
+}
+TASK_NAMES = ("topic", "answer_sentence", "span_qa")  # Table 5's; the rest were candidates
+
+
+def _rows(name, documents, count, rng, side):
+    if name == "word_order":
+        return word_order_rows(documents, count, rng, side)
+    if name == "replaced_word":
+        return replaced_word_rows(documents, count, rng, side)
+    if name == "topic":
+        return topic_rows(documents, count, rng, side)
+    if name == "sentence_order":
+        return sentence_order_rows(documents, count, rng, side)
+    return answer_sentence_rows(documents, count, rng, side)
+
+
+def _file_text(name, rows):
+    if name == "word_order":  # CoLA: source, label, original mark, sentence; no header
+        return _tsv("", [("stdlib", label, "" if label else "*", s) for label, s in rows])
+    if name in ("replaced_word", "topic"):  # SST-2
+        return _tsv("sentence\tlabel\n", [(s, label) for label, s in rows])
+    names = {1: "entailment", 0: "not_entailment"}
+    if name == "sentence_order":  # RTE
+        return _tsv("index\tsentence1\tsentence2\tlabel\n",
+                    [(k, a, b, names[label]) for k, (label, a, b) in enumerate(rows)])
+    return _tsv("index\tquestion\tsentence\tlabel\n",  # QNLI
+                [(k, a, b, names[label]) for k, (label, a, b) in enumerate(rows)])
+
+
+def _bag_text(row):
+    """A row's text for the bag of words: pairs' words marked with their segment."""
+    if len(row) == 2:
+        return row[1]
+    return _tagged(row[1], "a") + " " + _tagged(row[2], "b")
+
+
+def _write_task(folder, name, sides):
+    """`sides`: {"train", "validation", "dev"} rows (SQuAD: article lists).
+    `folder/name/` holds train and dev; `folder/name/select/` the same
+    training rows with validation as its dev (the learning-rate choice)."""
+    _, _, train_file, dev_file = TASK_FILES[name]
+    layouts = {"": ("train", "dev"), "select": ("train", "validation")}
+    for sub, (train_side, dev_side) in layouts.items():
+        if sub and not sides.get("validation"):
+            continue
+        target = os.path.join(folder, name, sub)
+        os.makedirs(target, exist_ok=True)
+        for file, side in ((train_file, train_side), (dev_file, dev_side)):
+            if name == "span_qa":
+                text = json.dumps({"version": "1.1", "data": sides[side]}, indent=1)
+            else:
+                text = _file_text(name, sides[side])
+            _write(os.path.join(target, file), text)
+
+
+def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_validation=0,
+                         names=TASK_NAMES):
+    """Writes the tasks `names` under `folder`; returns the `tasks.json` record.
+
+    Training and validation rows come from the documents pretraining reads,
+    dev rows from those it holds out. Each task draws from its own random
+    stream (`seed` and its name), so one task's rows do not depend on which
+    others are written. Already there with the same settings: read, not
+    rewritten.
     """
     manifest_path = os.path.join(folder, "tasks.json")
-    settings = {"num_train": num_train, "num_dev": num_dev, "seed": seed}
+    settings = {"num_train": num_train, "num_validation": num_validation, "num_dev": num_dev,
+                "seed": seed, "names": list(names)}
     if os.path.exists(manifest_path):
         with open(manifest_path, encoding="utf-8") as f:
             manifest = json.load(f)
         if manifest.get("settings") == settings:
             return manifest
-    documents = split_documents()
-    rng = random.Random(seed)
+    documents = split_documents(with_sources="topic" in names)
     manifest = {"settings": settings, "tasks": {}}
-
-    rows = {side: word_order_rows(documents[side], n, rng, side)
-            for side, n in (("train", num_train), ("dev", num_dev))}
-    os.makedirs(os.path.join(folder, "word_order"), exist_ok=True)
-    for side, side_rows in rows.items():
-        _write(os.path.join(folder, "word_order", f"{side}.tsv"), "".join(
-            f"stdlib\t{label}\t{'' if label else '*'}\t{sentence}\n"
-            for label, sentence in side_rows))
-    manifest["tasks"]["word_order"] = {
-        "finetune_task": "glue/cola", "layout": "CoLA", "metric": "accuracy",
-        "train": num_train, "dev": num_dev,
-        "majority": _majority_accuracy([r[0] for r in rows["train"]],
-                                       [r[0] for r in rows["dev"]]),
-        "bag_of_words": bag_of_words_accuracy(rows)}
-
-    pairs = {side: sentence_order_rows(documents[side], n, rng, side)
-             for side, n in (("train", num_train), ("dev", num_dev))}
-    os.makedirs(os.path.join(folder, "sentence_order"), exist_ok=True)
-    for side, side_rows in pairs.items():
-        lines = ["index\tsentence1\tsentence2\tlabel\n"] + [
-            f"{k}\t{a}\t{b}\t{'entailment' if label else 'not_entailment'}\n"
-            for k, (label, a, b) in enumerate(side_rows)]
-        _write(os.path.join(folder, "sentence_order", f"{side}.tsv"), "".join(lines))
-    manifest["tasks"]["sentence_order"] = {
-        "finetune_task": "glue/rte", "layout": "RTE", "metric": "accuracy",
-        "train": num_train, "dev": num_dev,
-        "majority": _majority_accuracy([r[0] for r in pairs["train"]],
-                                       [r[0] for r in pairs["dev"]]),
-        "bag_of_words": bag_of_words_accuracy(
-            {side: [(label, _tagged(a, "a") + " " + _tagged(b, "b")) for label, a, b in rows]
-             for side, rows in pairs.items()})}
-
-    data = {side: span_qa_articles(documents[side], n, rng, side, prefix=f"{side}-")
-            for side, n in (("train", num_train), ("dev", num_dev))}
-    os.makedirs(os.path.join(folder, "span_qa"), exist_ok=True)
-    for side, articles in data.items():
-        _write(os.path.join(folder, "span_qa", f"{side}-v1.1.json"),
-               json.dumps({"version": "1.1", "data": articles}, indent=1))
-    answer_words = sorted(len(qa["answers"][0]["text"].split()) for article in data["train"]
-                          for p in article["paragraphs"] for qa in p["qas"])
-    num_words = answer_words[len(answer_words) // 2]  # the median answer length
-    manifest["tasks"]["span_qa"] = {
-        "finetune_task": "squad", "layout": "SQuAD v1.1", "metric": "f1",
-        "train": num_train, "dev": num_dev,
-        "majority": first_words_f1(data["dev"], num_words)["f1"],
-        "majority_means": f"F1 of always answering the paragraph's first {num_words} word(s)"}
+    for name in names:
+        rng = random.Random(f"{seed}/{name}")
+        finetune_task, layout, _, _ = TASK_FILES[name]
+        record = {"finetune_task": finetune_task, "layout": layout, "train": num_train,
+                  "validation": num_validation, "dev": num_dev}
+        if name == "topic":
+            docs = documents
+        else:  # plain lists of sentences
+            docs = {side: [d[1] if isinstance(d, tuple) else d for d in side_docs]
+                    for side, side_docs in documents.items()}
+        if name == "span_qa":
+            train = span_qa_articles(docs["train"], num_train + num_validation, rng, "train",
+                                     prefix="train-")
+            sides = {"train": _take_questions(train, 0, num_train),
+                     "validation": _take_questions(train, num_train, num_train + num_validation),
+                     "dev": span_qa_articles(docs["dev"], num_dev, rng, "dev", prefix="dev-")}
+            answer_words = sorted(len(qa["answers"][0]["text"].split())
+                                  for article in sides["train"] for p in article["paragraphs"]
+                                  for qa in p["qas"])
+            num_words = answer_words[len(answer_words) // 2]  # the median answer length
+            record.update(metric="f1", majority=first_words_f1(sides["dev"], num_words)["f1"],
+                          majority_means=f"F1 of always answering the paragraph's first "
+                                         f"{num_words} word(s)")
+        else:
+            train, validation = _split_balanced(
+                _rows(name, docs["train"], num_train + num_validation, rng, "train"), num_train)
+            sides = {"train": train, "validation": validation,
+                     "dev": _rows(name, docs["dev"], num_dev, rng, "dev")}
+            bag = {side: [(row[0], _bag_text(row)) for row in sides[side]]
+                   for side in ("train", "dev")}
+            record.update(
+                metric="accuracy",
+                majority=_majority_accuracy([r[0] for r in sides["train"]],
+                                            [r[0] for r in sides["dev"]]),
+                bag_of_words=bag_of_words_accuracy(bag))
+        _write_task(folder, name, sides)
+        manifest["tasks"][name] = record
     _write(manifest_path, json.dumps(manifest, indent=2))
     return manifest
+
+
+def _split_balanced(rows, count):
+    """`rows` (half of each label, shuffled) as `count` rows and the rest,
+    each side half and half (odd sizes: the extra row is a 1)."""
+    by_label = {1: [r for r in rows if r[0] == 1], 0: [r for r in rows if r[0] == 0]}
+    first = by_label[1][:(count + 1) // 2] + by_label[0][:count // 2]
+    rest = by_label[1][(count + 1) // 2:] + by_label[0][count // 2:]
+    order = {id(r): k for k, r in enumerate(rows)}  # keep the shuffled order
+    return sorted(first, key=lambda r: order[id(r)]), sorted(rest, key=lambda r: order[id(r)])
+
+
+def _take_questions(articles, start, stop):
+    """The articles holding questions `start` .. `stop - 1`, in order."""
+    out, index = [], 0
+    for article in articles:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            qas = [qa for k, qa in enumerate(paragraph["qas"], index) if start <= k < stop]
+            index += len(paragraph["qas"])
+            if qas:
+                paragraphs.append({"context": paragraph["context"], "qas": qas})
+        if paragraphs:
+            out.append({"title": article["title"], "paragraphs": paragraphs})
+    return out
 
 
 FLAGS = flags.FLAGS
@@ -329,7 +512,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    manifest = write_ablation_tasks(FLAGS.output_dir, FLAGS.num_train, FLAGS.num_dev, FLAGS.seed)
+    manifest = write_ablation_tasks(FLAGS.output_dir, FLAGS.num_train, FLAGS.num_dev, FLAGS.seed,
+                                    FLAGS.num_validation)
     for name, task in manifest["tasks"].items():
         print(f"{name}: {task['train']} train / {task['dev']} dev ({task['layout']} layout, "
               f"--task={task['finetune_task']}); trivial baseline {task['metric']} "
@@ -341,6 +525,7 @@ def cli():
     flags.DEFINE_string("output_dir", "ablation_tasks", "Folder for the three tasks.")
     flags.DEFINE_integer("num_train", 2000, "Training rows (questions) per task.")
     flags.DEFINE_integer("num_dev", 400, "Dev rows (questions) per task.")
+    flags.DEFINE_integer("num_validation", 0, "Validation rows per task (select/ folders).")
     flags.DEFINE_integer("seed", 0, "Sampling seed.")
     console.run(main, __name__)
 

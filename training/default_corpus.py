@@ -170,6 +170,26 @@ def _parse(paths, min_words):
     return tuple(tuple(sentences) for sentences in documents)
 
 
+def document_sources(min_words=20):
+    """`{document text: source}` of the default corpus's documents, as
+    `write_default_corpus` joins them ("\n" between sentences): the
+    top-level module or package a docstring comes from ("email",
+    "asyncio", ...), or "pydoc_topics". Parsed afresh, not cached (2.5 s):
+    only tasks labelled by source need it."""
+    stdlib = sysconfig.get_paths()["stdlib"]
+    sources, seen = {}, set()
+    for path in _source_files(stdlib):
+        top = os.path.relpath(path, stdlib).split(os.sep)[0].removesuffix(".py")
+        for doc in _docstrings(path):
+            sentences = _sentences(doc)
+            if sum(len(s.split()) for s in sentences) >= min_words and doc not in seen:
+                seen.add(doc)
+                sources.setdefault("\n".join(sentences), top)
+    for document in default_documents(min_words):
+        sources.setdefault("\n".join(document), "pydoc_topics")
+    return sources
+
+
 def write_default_corpus(folder, heldout_percent=5):
     """Writes `train.txt` and `heldout.txt` in `folder`; returns their paths
     and the number of documents on each side."""

@@ -203,7 +203,10 @@ HELP = {
                 "one from `training.pretrain --ablation=ltr` stays causal), ltr (a causal mask "
                 "in fine-tuning: the backbone rebuilt causal with the same weights) or "
                 "ltr_bilstm (ltr + a randomly initialized BiLSTM on the sequence output, "
-                "fine-tuning only: the paper's '+ BiLSTM').",
+                "fine-tuning only: the paper's '+ BiLSTM') or features (the paper's "
+                "feature-based approach, Table 7: BERT frozen, its last four hidden states "
+                "concatenated into a randomly initialized two-layer BiLSTM that trains with "
+                "the head).",
     "checkpoint_every_steps": "Steps between checkpoints (in <output_dir>/checkpoints; every "
                               "epoch end too). The same command run again after a crash "
                               "resumes at the step after the last one.",
@@ -213,7 +216,7 @@ HELP = {
               "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }
 
-ABLATIONS = ("", "ltr", "ltr_bilstm")
+ABLATIONS = ("", "ltr", "ltr_bilstm", "features")
 
 
 def say(message):
@@ -296,6 +299,7 @@ def build_backbone(cfg, vocab_size):
     from keras_bert_impl import preset
     from keras_bert_impl.checkpoints import load_backbone
     from keras_bert_impl.models import BertBiLstmBackbone
+    from keras_bert_impl.models import BertFeatureBackbone
     from training.finetune_elmo import build_elmo_backbone
     from training.finetune_gpt import build_gpt_backbone
 
@@ -318,6 +322,8 @@ def build_backbone(cfg, vocab_size):
             preset(cfg.preset).replace(vocab_size=vocab_size), causal=bool(causal), dtype=dtype)
     if cfg.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
         backbone = BertBiLstmBackbone(backbone)  # randomly initialized, for fine-tuning only
+    if cfg.ablation == "features" and not isinstance(backbone, BertFeatureBackbone):
+        backbone = BertFeatureBackbone(backbone)  # BERT frozen, the BiLSTM trained
     return backbone
 
 

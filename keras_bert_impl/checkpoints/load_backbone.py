@@ -9,6 +9,7 @@ from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
+from keras_bert_impl.models.bert_feature_backbone import BertFeatureBackbone
 
 FORMATS = (
     "a Hugging Face folder (config.json + model.safetensors)",
@@ -97,6 +98,8 @@ def _rebuilt(backbone, dtype, causal):
     def build(like):
         if isinstance(like, BertBiLstmBackbone):
             return BertBiLstmBackbone(build(like.backbone))
+        if isinstance(like, BertFeatureBackbone):
+            return BertFeatureBackbone(build(like.backbone))
         return BertBackbone.from_bert_config(like.bert_config, causal=causal, dtype=dtype)
 
     rebuilt = build(backbone)

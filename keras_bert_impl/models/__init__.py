@@ -3,6 +3,7 @@
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.models.bert_classifier import BertClassifier
+from keras_bert_impl.models.bert_feature_backbone import BertFeatureBackbone
 from keras_bert_impl.models.bert_feature_extractor import FEATURES
 from keras_bert_impl.models.bert_feature_extractor import BertFeatureExtractor
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
