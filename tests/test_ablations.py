@@ -327,7 +327,8 @@ def test_intervals_paired_differences_and_verdicts():
 
 def test_committed_results_recompute_to_their_verdicts():
     """docs/results/: every cell's interval and every direction's paired
-    difference and verdict recomputed from the seeds' scores in the JSON."""
+    difference and verdict recomputed from the seeds' scores in the JSON,
+    and the tables in docs/results/README.md are the JSON's."""
     from training.ablation_stats import cell_interval
     from training.ablation_stats import paired_difference
     from training.ablation_stats import verdict
@@ -351,6 +352,12 @@ def test_committed_results_recompute_to_their_verdicts():
                                          seeds.get((direction["worse"], task), {}))
                 assert found["difference"] == pytest.approx(diff)
                 assert found["verdict"] == verdict(diff)
+    from training.ablation_table import format_markdown
+
+    tables = [json.load(open(os.path.join(root, "docs", "results", f"{name}.json")))
+              for name in ("table5", "table1")]
+    page = open(os.path.join(root, "docs", "results", "README.md"), encoding="utf-8").read()
+    assert format_markdown(*tables) in page
 
 
 @pytest.mark.slow(seconds=240)
@@ -394,6 +401,7 @@ def test_quick_tables_end_to_end(tmp_path):
         "bert>no_nsp", "no_nsp>ltr", "ltr_bilstm>ltr", "bert>random"}
     assert {d["better"] + ">" + d["worse"] for d in table1["directions"]} >= {
         "bert>gpt", "bert>elmo", "bert>bert_features"}
+    assert "Table 1 in miniature" in (out / "tables.txt").read_text()
     from PIL import Image
 
     for name in ("table5.png", "table1.png"):
@@ -440,7 +448,7 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
         cell = cells["random", task]
         assert cell["selection"] == {"0.0001": 50.0, "0.0003": 60.0, "0.001": 60.0}
         assert cell["learning_rate"] == 3e-4
-        assert [s["score"] for s in cell["seeds"]] == [70.0, 71.0, 72.0]
+        assert sorted(s["score"] for s in cell["seeds"]) == [70.0, 71.0, 72.0]
         assert ("random", task, "dev", 3e-4, 2) in calls
         assert cells["bert", task]["errors"] == ["pretraining bert failed: no corpus for bert"]
     assert "na" in cells["gpt", "span_qa"]
@@ -459,3 +467,59 @@ def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
         with pytest.raises(SystemExit, match=message):
             ablations.run(cfg)
         assert not (tmp_path / "out").exists()
+
+
+def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_path,
+                                                                         monkeypatch):
+    """`--scaling` with the runs replaced: each command runs the next stage
+    not done (1/4, 1/2, then the default run itself), a stage's JSON copied
+    in counts as done, and the gaps pair each budget's seeds (No
+    pretraining's from the full budget) with their intervals."""
+    from PIL import Image
+
+    from training import ablation_scaling
+    from training import ablations
+
+    ran = []
+
+    def fake_run(cfg):
+        ran.append((cfg.output_dir, cfg.pretrain_steps, cfg.pretrain_warmup_steps, cfg.systems))
+        gain = cfg.pretrain_steps / 100  # BERT's lead grows with the budget
+        systems = {name: {"tasks": {t.name: {"seeds": [
+            {"seed": k, "score": 50 + k + (gain if name != "random" else 0)
+             + (k % 2 if name == "ltr" else 0) - (gain / 2 if name == "ltr" else 0)}
+            for k in range(5)]} for t in ablation_scaling.TASKS}}
+            for name in ("bert", "no_nsp", "ltr", "random")}
+        os.makedirs(cfg.output_dir, exist_ok=True)
+        with open(os.path.join(cfg.output_dir, "table5.json"), "w") as f:
+            json.dump({"systems": systems}, f)
+        return 0
+
+    monkeypatch.setattr(ablations, "run", fake_run)
+    cfg = ablations.AblationsConfig(output_dir=str(tmp_path), scaling=True,
+                                    pretrain_steps=400, pretrain_warmup_steps=40)
+    assert ablation_scaling.run_scaling(cfg) == 0
+    assert ran == [(str(tmp_path / "scaling" / "steps100"), 100, 10, "bert,no_nsp,ltr")]
+    scaling = json.load(open(tmp_path / "scaling.json"))
+    assert scaling["stages"] == [100] and scaling["planned"] == [100, 200, 400]
+    gap = next(g for g in scaling["gaps"] if g["label"] == "BERT - No pretraining")
+    assert gap["points"] == []  # No pretraining's seeds come from the full budget
+    # The 1/2 stage arrives from another machine; the next command runs the full one.
+    os.rename(tmp_path / "scaling" / "stage_100.json", tmp_path / "stage_100.json")
+    shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_100.json")
+    shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_200.json")
+    assert ablation_scaling.run_scaling(cfg) == 0
+    assert ran[-1] == (str(tmp_path), 400, 40, "")
+    scaling = json.load(open(tmp_path / "scaling.json"))
+    assert scaling["stages"] == [100, 200, 400]
+    gap = next(g for g in scaling["gaps"] if g["label"] == "BERT - No pretraining"
+               and g["task"] == "span_qa")
+    assert [p["steps"] for p in gap["points"]] == [100, 200, 400]
+    assert gap["points"][-1]["difference"]["mean"] == pytest.approx(4.0)
+    assert gap["points"][-1]["verdict"] == "reproduced"
+    ltr = next(g for g in scaling["gaps"] if g["label"] == "No NSP - LTR & No NSP")
+    assert ltr["points"][-1]["difference"]["mean"] == pytest.approx(2.0 - 0.4)
+    with Image.open(tmp_path / "scaling.png") as image:
+        image.verify()
+    ran.clear()
+    assert ablation_scaling.run_scaling(cfg) == 0 and ran == []  # every stage done

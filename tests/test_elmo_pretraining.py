@@ -405,6 +405,14 @@ def test_elmo_takes_bilm_tf_defaults_where_the_flags_keep_berts():
     assert (cfg.optimizer, cfg.learning_rate, cfg.clip_norm, cfg.warmup_steps,
             cfg.max_seq_length, cfg.global_batch_size) == ("adagrad", 0.5, 10.0, 0, 20, 16)
     assert with_model_defaults(PretrainConfig()) == PretrainConfig()
+    # A typed flag is obeyed, even at BERT's default value.
+    typed = {"optimizer": "adamw", "learning_rate": 0.002, "global_batch_size": 32}
+    cfg = with_model_defaults(PretrainConfig(model="elmo", **typed), explicit=set(typed))
+    assert (cfg.optimizer, cfg.learning_rate, cfg.global_batch_size, cfg.max_seq_length) == (
+        "adamw", 0.002, 32, 20)
+    xlnet = with_model_defaults(PretrainConfig(model="xlnet", max_seq_length=128),
+                                explicit={"max_seq_length"})
+    assert (xlnet.max_seq_length, xlnet.max_predictions_per_seq) == (128, 11)
 
 
 @pytest.mark.slow

@@ -150,7 +150,8 @@ def plot_scaling(scaling, path):
         ax.set_xscale("log")
         ax.set_xlabel("pretraining steps")
         ax.set_title(f"{label} (mean, 95% interval)", fontsize=10)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path + ".tmp.png", dpi=100)
     plt.close(figure)

@@ -308,3 +308,50 @@ def plot_table(table, path, title):
     figure.savefig(path + ".tmp.png", dpi=100)
     plt.close(figure)
     os.replace(path + ".tmp.png", path)
+
+
+def _md_cell(entry):
+    if "na" in entry:
+        return "n/a"
+    stats = entry.get("interval")
+    if not stats:
+        return "failed"
+    if stats["low"] is None:
+        return f"{stats['mean']:.1f}"
+    return f"{stats['mean']:.1f} [{stats['low']:.1f}, {stats['high']:.1f}]"
+
+
+def format_markdown(table5, table1):
+    """Both tables, their baselines and verdicts as Markdown (docs/results/)."""
+    settings = table5["settings"]
+    lines = [f"Tiny models (L=2, H=128), {settings['pretrain_steps']:,} pretraining steps of "
+             f"{settings['pretrain_batch_size']} x {settings['pretrain_seq_length']} tokens "
+             f"(ELMo: 1/8 of those tokens), one pretraining seed; {settings['seeds']} "
+             f"fine-tuning seeds per cell at the learning rate chosen on validation; "
+             f"{settings['num_train']:,} training / {settings['num_dev']} dev rows per task. "
+             f"Mean over seeds [95% interval]; accuracy x 100, span QA official SQuAD F1. "
+             f"Code {table5['commit'][:7]}{'+changes' if 'changes' in table5['commit'] else ''}, "
+             f"{table5['wall_seconds'] / 60:.0f} minutes on 2 CPU cores."]
+    header = "| | " + " | ".join(f"{t.label} (~{t.paper_column})" for t in TASKS) + \
+        " | paper " + " / ".join(t.paper_column for t in TASKS) + " |"
+    for title, table in (("Table 5 in miniature", table5), ("Table 1 in miniature", table1)):
+        lines += ["", f"### {title}", "", header, "|---" * (len(TASKS) + 2) + "|"]
+        for name, row in table["systems"].items():
+            paper = table["paper"].get(name, {})
+            lines.append(f"| {row['label']} | " + " | ".join(
+                _md_cell(row["tasks"][t.name]) for t in TASKS) + " | " + " / ".join(
+                f"{paper[t.paper_column]:.1f}" if t.paper_column in paper else "-"
+                for t in TASKS) + " |")
+        for key, label in (("trivial", "Trivial baseline"), ("bag_of_words", "Bag of words")):
+            lines.append(f"| {label} | " + " | ".join(
+                f"{table['baselines'][t.name][key]:.1f}" if key in table["baselines"][t.name]
+                else "-" for t in TASKS) + " | |")
+        lines += ["", "| The paper's direction | task | difference [95% interval] | verdict |",
+                  "|---|---|---|---|"]
+        task_labels = {t.name: t.label for t in TASKS}
+        for d in table["directions"]:
+            for name, found in d["here"].items():
+                lines.append(f"| {d['claim']}{' (robust)' if d['robust'] else ''} | "
+                             f"{task_labels[name]} | {_difference(found)} | "
+                             f"{found['verdict']} |")
+    return "\n".join(lines) + "\n"

@@ -79,7 +79,8 @@ after a crash goes on where it stopped, and a finished run only redraws the
 tables. Pretraining and fine-tuning runs go to `--workers` worker
 processes (TensorFlow starts once per worker, not once per run), longest
 first. Outputs: `table5.json`/`.png`, `table1.json`/`.png` (settings and
-the code's commit in each), the tables printed beside the paper's.
+the code's commit in each), and the tables beside the paper's, printed, in
+`tables.txt` and as Markdown in `tables.md`.
 
 A system whose pretraining or fine-tuning fails keeps its place in the
 tables with the error message; the command then exits with status 1.
@@ -318,8 +319,19 @@ def run(cfg):
             plot_table(table, os.path.join(cfg.output_dir, f"{name}.png"),
                        {"table5": "BERT Table 5 in miniature",
                         "table1": "BERT Table 1 in miniature"}[name])
-        say(format_tables(table5, table1))
-        say(f"-> {cfg.output_dir}/table5.json, table5.png, table1.json, table1.png "
+        text = format_tables(table5, table1)
+        with open(os.path.join(cfg.output_dir, "tables.txt.tmp"), "w", encoding="utf-8") as f:
+            f.write(text.lstrip("\n") + "\n")
+        os.replace(os.path.join(cfg.output_dir, "tables.txt.tmp"),
+                   os.path.join(cfg.output_dir, "tables.txt"))
+        from training.ablation_table import format_markdown
+
+        with open(os.path.join(cfg.output_dir, "tables.md.tmp"), "w", encoding="utf-8") as f:
+            f.write(format_markdown(table5, table1))
+        os.replace(os.path.join(cfg.output_dir, "tables.md.tmp"),
+                   os.path.join(cfg.output_dir, "tables.md"))
+        say(text)
+        say(f"-> {cfg.output_dir}/table5.json, table5.png, table1.json, table1.png, tables.txt "
             f"({time.time() - started:.0f} s)")
         return 1 if table5["errors"] or table1["errors"] else 0
     finally:
@@ -373,7 +385,7 @@ def _schedule(cfg, corpus, systems, pool):
     config = dataclasses.asdict(cfg)
     rates = learning_rates(cfg)
     needed = [name for name in PRETRAINED if any(s.checkpoint == name for s in systems)]
-    pretraining, cells, running = {}, {}, {}
+    pretraining, cells, running, started = {}, {}, {}, set()
     for system in systems:
         for task in TASKS:
             cells[system.name, task.name] = (
@@ -384,6 +396,9 @@ def _schedule(cfg, corpus, systems, pool):
         running[pool.submit(fn, *args)] = (kind, key)
 
     def start_pretraining(name):
+        if name in started:
+            return
+        started.add(name)
         summary = _pretraining_summary(cfg, name)
         if summary is not None:  # done before
             return pretrained(name, summary)
@@ -402,8 +417,8 @@ def _schedule(cfg, corpus, systems, pool):
         elif "wall_seconds" in summary:
             say(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
                 f"{pretraining_scores(summary)}")
-        if name == "bert":
-            for later in ("no_nsp", "ltr"):
+        if name == "bert":  # the LTR and No NSP read its records; then the rest
+            for later in AFTER_BERT:
                 if later in needed:
                     start_pretraining(later)
         for system in systems:
@@ -455,9 +470,15 @@ def _schedule(cfg, corpus, systems, pool):
         else:
             cell["seeds"].append(result)
 
-    for name in needed:
-        if name not in ("no_nsp", "ltr"):  # those start once BERT's records exist
+    # Longest first: GPT (a loss at every position) and BERT, then what
+    # BERT's records let start (LTR, as long as GPT, first).
+    for name in ("gpt", "bert"):
+        if name in needed:
             start_pretraining(name)
+    if "bert" not in needed:
+        for name in AFTER_BERT:
+            if name in needed:
+                start_pretraining(name)
     for system in systems:
         if not system.checkpoint:
             start_system(system)
@@ -468,6 +489,9 @@ def _schedule(cfg, corpus, systems, pool):
             {"pretrain": pretrained, "select": selected, "seed": seeded}[kind](
                 key, future.result())
     return {name: pretraining[name] for name in needed}, cells
+
+
+AFTER_BERT = ("ltr", "no_nsp", "xlnet", "elmo")  # submitted in this order once BERT is done
 
 
 def _free_models():

@@ -17,7 +17,7 @@ model family adds its recipe (data, model, loss, evaluation, export:
 `training/elmo_recipe.py`, `training/xlnet_recipe.py`); the trainer here is
 one for all. Where a family trains differently by default (ELMo: bilm-tf's
 Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
-`MODEL_DEFAULTS` replaces the flags still at BERT's defaults.
+`MODEL_DEFAULTS` replaces the flags still at BERT's defaults that were not typed.
 """
 
 import dataclasses
@@ -235,12 +235,14 @@ def _unset_mixed_precision(cfg):
     return auto_mixed_precision(cfg.model, cfg.strategy, cfg.tpu)
 
 
-def with_model_defaults(cfg):
-    """`cfg` with the model's `MODEL_DEFAULTS` where its flags keep BERT's defaults."""
+def with_model_defaults(cfg, explicit=None):
+    """`cfg` with the model's `MODEL_DEFAULTS` where its flags keep BERT's
+    defaults and were not given (`explicit`: the flags typed; a typed flag
+    is obeyed even when its value is BERT's default)."""
     bert = PretrainConfig()
     return dataclasses.replace(cfg, **{
         key: value for key, value in MODEL_DEFAULTS.get(cfg.model, {}).items()
-        if getattr(cfg, key) == getattr(bert, key)})
+        if getattr(cfg, key) == getattr(bert, key) and key not in (explicit or ())})
 
 
 def make_recipe(cfg):
@@ -385,7 +387,7 @@ def run(cfg, explicit=None):
     started = time.time()
     if not cfg.num_train_steps:
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
-    cfg = with_model_defaults(cfg)
+    cfg = with_model_defaults(cfg, explicit)
     check_flags(cfg)
     cfg = agree_with_records(cfg, with_model_defaults(PretrainConfig(model=cfg.model)), explicit)
     if cfg.mixed_precision is None:
