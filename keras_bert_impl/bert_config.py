@@ -11,6 +11,8 @@ import json
 import os
 import tempfile
 
+from keras_bert_impl.file_modes import as_if_created
+
 HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 
 # Hugging Face spellings of the activations we support, to ours.
@@ -180,6 +182,7 @@ def write_json_atomic(path, values):
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(values, f, indent=2, sort_keys=True)
             f.write("\n")
+        as_if_created(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

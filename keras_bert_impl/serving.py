@@ -43,6 +43,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
@@ -233,6 +234,7 @@ def save_module_atomic(module, export_dir, signatures):
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".tmp-{os.path.basename(export_dir)}-", dir=parent)
+    as_if_created(tmp)
     tf.saved_model.save(saved_object(module), tmp, signatures=signatures)
     if os.path.exists(export_dir):
         old = tempfile.mkdtemp(prefix=".old-", dir=parent)

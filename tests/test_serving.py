@@ -113,15 +113,51 @@ def test_bad_requests(exported):
 
 
 def test_export_replaces_atomically(exported, tmp_path):
+    """Replaced whole, and readable by others as the umask allows (a
+    serving process may run as another user): 0755 folders, 0644 files
+    under umask 022, not the 0700 of the temporary folder it was made in."""
     model, _ = exported
     path = str(tmp_path / "saved")
-    export_saved_model(model.backbone, path)
-    first = sorted(os.listdir(path))
-    export_saved_model(model.backbone, path)
+    umask = os.umask(0o022)
+    try:
+        export_saved_model(model.backbone, path)
+        first = sorted(os.listdir(path))
+        export_saved_model(model.backbone, path)
+    finally:
+        os.umask(umask)
     assert sorted(os.listdir(path)) == first
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+    modes = {os.path.relpath(os.path.join(root, name), path): os.stat(os.path.join(
+        root, name)).st_mode & 0o777 for root, dirs, files in os.walk(path)
+        for name in dirs + files}
+    modes["."] = os.stat(path).st_mode & 0o777
+    assert modes["."] == 0o755 and modes["saved_model.pb"] == 0o644, modes
+    assert set(modes.values()) == {0o755, 0o644}, modes
     loaded = tf.saved_model.load(path)
     assert set(loaded.signatures) == {"serving_default"}  # no vocabulary, no text signatures
+
+
+def test_atomic_writers_give_the_umask_modes(tmp_path):
+    """Files written through a temporary file and a rename (configs,
+    vocabularies, copied files) get 0666 less the umask, as `open` gives."""
+    from keras_bert_impl.bert_config import write_json_atomic
+    from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+    from keras_bert_impl.gpt.bpe_learner import _write_atomically
+    from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+
+    for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
+        umask = os.umask(mask)
+        try:
+            folder = tmp_path / f"m{mask:o}"
+            folder.mkdir()
+            write_json_atomic(str(folder / "config.json"), {"a": 1})
+            copy_atomic(VOCAB, str(folder / "vocab.txt"))
+            _write_atomically(str(folder / "merges.txt"), "a b\n")
+            write_vocab(["[PAD]", "a"], str(folder / "learned.txt"))
+        finally:
+            os.umask(umask)
+        for name in ("config.json", "vocab.txt", "merges.txt", "learned.txt"):
+            assert os.stat(folder / name).st_mode & 0o777 == mode, (name, oct(mask))
 
 
 def test_mixed_bfloat16_pretrainer_exports(tmp_path):

@@ -14,6 +14,7 @@ import tensorflow as tf
 from keras_bert_impl.bert_config import BertConfig
 from keras_bert_impl.checkpoints import google_names
 from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+from keras_bert_impl.file_modes import as_if_created
 
 CONFIG_FILE = "bert_config.json"
 CHECKPOINT_NAME = "bert_model.ckpt"
@@ -115,6 +116,7 @@ def save_google_checkpoint(model, folder, vocab_file=None, name=CHECKPOINT_NAME)
     state = os.path.join(folder, "checkpoint")
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, prefix=".tmp-") as f:
         f.write(f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n')
+    as_if_created(f.name)
     os.replace(f.name, state)
     if vocab_file:
         copy_atomic(vocab_file, os.path.join(folder, VOCAB_FILE))

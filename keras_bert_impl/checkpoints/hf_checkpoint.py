@@ -18,6 +18,7 @@ from keras_bert_impl.bert_config import BertConfig
 from keras_bert_impl.bert_config import read_json_file
 from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.checkpoints import google_names
+from keras_bert_impl.file_modes import as_if_created
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -210,6 +211,7 @@ def save_hf_checkpoint(model, folder, vocab_file=None):
     os.close(fd)
     try:
         safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
+        as_if_created(tmp)
         os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
     finally:
         if os.path.exists(tmp):
@@ -230,6 +232,7 @@ def copy_atomic(src, dst):
     os.close(fd)
     try:
         shutil.copyfile(src, tmp)
+        as_if_created(tmp)
         os.replace(tmp, dst)
     finally:
         if os.path.exists(tmp):

@@ -29,6 +29,7 @@ import numpy as np
 
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_config import ElmoConfig
+from keras_bert_impl.file_modes import as_if_created
 
 # V=262 characters, E=char embedding, F=filters, P=projection, U=LSTM units,
 # G=4U gates
@@ -159,6 +160,7 @@ def save_elmo_checkpoint(backbone, options_file, weight_file, n_tokens_vocab=Non
                 if name == CHAR_TABLE:
                     value = value[1:]
                 f.create_dataset(name, data=value)
+        as_if_created(tmp)
         os.replace(tmp, weight_file)
     finally:
         if os.path.exists(tmp):

@@ -23,6 +23,7 @@ import tempfile
 
 import tensorflow as tf
 
+from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.gpt.gpt_tokenizer import END_OF_WORD
 from keras_bert_impl.gpt.gpt_tokenizer import UNK_TOKEN
 from keras_bert_impl.gpt.graph_gpt_tokenizer import gpt_basic_tokenize
@@ -192,6 +193,7 @@ def _write_atomically(path, text):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        as_if_created(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

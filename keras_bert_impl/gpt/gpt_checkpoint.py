@@ -25,6 +25,7 @@ from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
 from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_tensors
+from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_config import GptConfig
 
@@ -202,6 +203,7 @@ def save_gpt_checkpoint(backbone, folder, vocab_files=None):
     try:
         # "pt": transformers loads only safetensors files marked as PyTorch's.
         safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
+        as_if_created(tmp)
         os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
     finally:
         if os.path.exists(tmp):

@@ -13,6 +13,7 @@ import tempfile
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
+from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
 
 
@@ -237,6 +238,7 @@ def write_vocab(tokens, path):
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in tokens))
+        as_if_created(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -25,6 +25,7 @@ from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_tensors
+from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
@@ -281,6 +282,7 @@ def save_xlnet_checkpoint(model, folder):
     try:
         # "pt": transformers loads only safetensors files marked as PyTorch's.
         safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
+        as_if_created(tmp)
         os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
     finally:
         if os.path.exists(tmp):
