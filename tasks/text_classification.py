@@ -25,10 +25,12 @@ per-class precision / recall / F1 and the confusion matrix (scikit-learn's).
 """
 
 import bisect
+import collections
 import csv
 import dataclasses
 import io
 import json
+import math
 import os
 
 import numpy as np
@@ -126,7 +128,17 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
     reader = _read_jsonl if kind == "jsonl" else _read_csv
     examples, lines, skipped = [], [], {}
     stem = split or os.path.splitext(os.path.basename(path))[0]
+    kinds = {}  # JSON type of the labels -> first line: an integer among strings is named
     for line, values in reader(path, text, columns, kind):
+        if label_column and isinstance(values, dict) and values.get(label_column) is not None:
+            raw = values[label_column]
+            kinds.setdefault(_json_kind(raw), line)
+            if len(kinds) > 1:
+                (first, at), (second, now) = list(kinds.items())[:2]
+                raise BadInputError(
+                    f"{path}, line {now}, column {label_column!r}: a {second} label "
+                    f"({json.dumps(raw)[:40]}) among {first} labels (the first on line {at}). "
+                    "Write every label the same way (all strings, or all numbers).")
         try:
             texts, label = _check_row(path, line, values, text_column, text_b_column,
                                       label_column, labels)
@@ -142,13 +154,54 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
     return TextFile(path, examples, lines, skipped)
 
 
-def label_list(examples):
-    """The sorted label strings of `examples`; at least two are needed."""
+def label_list(examples, allow_many_labels=False):
+    """The sorted label strings of `examples`; at least two are needed.
+
+    Labels that look like a measurement rather than classes stop here unless
+    `allow_many_labels`: real numbers ("0.37"; each value would become a
+    class of its own), or a column where most labels occur once (of 10 or
+    more labels): a regression target, or the wrong column.
+    """
     found = sorted({e.label for e in examples})
     if len(found) < 2:
         raise BadInputError(f"Classification needs at least 2 labels; the training file has "
                             f"{found}.")
+    if allow_many_labels:
+        return tuple(found)
+    counts = collections.Counter(e.label for e in examples)
+    reals = [label for label in found if _is_real(label) and not _is_integer(label)]
+    if reals and all(_is_real(label) for label in found):
+        raise BadInputError(
+            f"The labels look like real numbers ({', '.join(repr(x) for x in reals[:5])}, ...; "
+            f"{len(found)} values in {len(examples)} rows): classification would make each "
+            "value a class. Predict a number with a regression task, or name the right "
+            "--label_column; --allow_many_labels to go on.")
+    once = [label for label in found if counts[label] == 1]
+    if len(found) >= 10 and len(once) > len(found) / 2:
+        raise BadInputError(
+            f"{len(once)} of the {len(found)} labels occur once in {len(examples)} rows (e.g. "
+            f"{', '.join(repr(x) for x in once[:5])}): a classifier cannot learn those. Is "
+            "--label_column a text or an id column? --allow_many_labels to go on.")
     return tuple(found)
+
+
+def _json_kind(value):
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "true/false"
+    return "number" if isinstance(value, int | float) else type(value).__name__
+
+
+def _is_real(text):
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _is_integer(text):
+    return text.lstrip("+-").isdigit()
 
 
 # --- Reading ---------------------------------------------------------------------------------
@@ -209,6 +262,12 @@ def _read_csv(path, text, columns, kind):
             if any(_is_surrogate(ch) for name in names for ch in name):
                 raise BadInputError(f"{path}, line 1: the header is not UTF-8; save the "
                                     "file as UTF-8.")
+            repeated = sorted({n for n in names if names.count(n) > 1 and n in columns})
+            if repeated:
+                at = [i + 1 for i, n in enumerate(names) if n == repeated[0]]
+                raise BadInputError(
+                    f"{path}, line 1: the header names column {repeated[0]!r} more than once "
+                    f"(fields {', '.join(map(str, at))}); rename one.")
             missing = [c for c in columns if c not in names]
             if missing:
                 raise BadInputError(

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tasks.glue import InputExample
 from tasks.text_classification import BadInputError
 from tasks.text_classification import classification_metrics
 from tasks.text_classification import label_list
@@ -65,10 +66,50 @@ def test_formats_and_sniffed_delimiters(tmp_path, name, text):
 
 
 def test_jsonl_labels_as_json_writes_them_and_test_files_without_labels(tmp_path):
-    path = _write(tmp_path, "a.jsonl", '{"t": "a", "l": 1}\n{"t": "b", "l": true}\n')
-    assert [e.label for e in read_text_file(path, "t", "l").examples] == ["1", "true"]
+    path = _write(tmp_path, "a.jsonl", '{"t": "a", "l": 1}\n{"t": "b", "l": 0}\n')
+    assert [e.label for e in read_text_file(path, "t", "l").examples] == ["1", "0"]
+    path = _write(tmp_path, "b.jsonl", '{"t": "a", "l": false}\n{"t": "b", "l": true}\n')
+    assert [e.label for e in read_text_file(path, "t", "l").examples] == ["false", "true"]
     unlabeled = read_text_file(path, "t")
     assert [e.label for e in unlabeled.examples] == [None, None]
+
+
+def test_labels_that_look_wrong_are_refused_naming_why(tmp_path):
+    """An integer among string labels (JSON Lines) is named with its line; a
+    repeated header column is refused; real-number labels, or a column whose
+    labels mostly occur once, stop unless allowed; class ids are fine."""
+    mixed = _write(tmp_path, "m.jsonl", '{"t": "a", "l": "pos"}\n{"t": "b", "l": "neg"}\n'
+                                        '{"t": "c", "l": 1}\n')
+    with pytest.raises(BadInputError, match=r"m.jsonl, line 3, column 'l': a number label "
+                                            r"\(1\) among string labels \(the first on line 1\)"):
+        read_text_file(mixed, "t", "l")
+    twice = _write(tmp_path, "d.csv", "text,label,text\na,x,b\n")
+    with pytest.raises(BadInputError, match=r"d.csv, line 1: the header names column 'text' "
+                                            r"more than once \(fields 1, 3\)"):
+        read_text_file(twice, "text", "label")
+
+    def examples(labels):
+        return [InputExample(str(k), "text", label=label) for k, label in enumerate(labels)]
+
+    reals = examples([f"{k / 7:.3f}" for k in range(40)])
+    with pytest.raises(BadInputError, match=r"look like real numbers \('0.000', '0.143'"):
+        label_list(reals)
+    ids = examples([str(k % 12) for k in range(60)])  # 12 classes, 5 rows each
+    assert label_list(ids) == tuple(sorted(str(k) for k in range(12)))
+    titles = examples([f"title {k}" for k in range(30)] + ["a", "a", "b", "b"])
+    with pytest.raises(BadInputError, match=r"30 of the 32 labels occur once in 34 rows"):
+        label_list(titles)
+    assert len(label_list(titles, allow_many_labels=True)) == 32
+    assert len(label_list(reals, allow_many_labels=True)) == 40
+
+
+def test_real_number_labels_stop_the_run_before_training(tmp_path):
+    rows = "".join(f"headline {k},body {k},{k * 0.37:.2f}\n" for k in range(30))
+    train = _write(tmp_path, "scores.csv", "title,body,label\n" + rows)
+    with pytest.raises(SystemExit, match=r"--train_file=.*scores.csv: The labels look like real "
+                                         r"numbers.*--allow_many_labels to go on"):
+        run(_config(tmp_path, train_file=train, preset="tiny", vocab_file=VOCAB))
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name, text, kwargs, expected", [
@@ -146,6 +187,8 @@ def _config(tmp_path, **changes):
     (dict(test_file="missing.csv"), "--test_file=missing.csv: no such file"),
     (dict(text_b_column="label"), "must differ"),
     (dict(task="glue/mrpc", data_dir="x"), "are read by --task=text_classification"),
+    (dict(task="glue/mrpc", data_dir="x", train_file="", dev_file="", allow_many_labels=True),
+     "--allow_many_labels is an option of --task=text_classification"),
 ])
 def test_flag_errors(tmp_path, changes, message):
     with pytest.raises(SystemExit, match=message):

@@ -114,6 +114,7 @@ class FinetuneConfig:
     elmo_lstm_units: int = 0
     max_train_examples: int = 0
     skip_bad_input: bool = False
+    allow_many_labels: bool = False
     strategy: str = "auto"
     tpu: str = ""
     mixed_precision: bool = False
@@ -191,6 +192,9 @@ HELP = {
                        "128 (CPU-sized; the BERT paper's feature-based NER used 768).",
     "max_train_examples": "Use only the first N training rows (0: all).",
     "skip_bad_input": "Skip and count malformed rows/answers instead of stopping.",
+    "allow_many_labels": "text_classification: go on with labels that look like a "
+                         "measurement (real numbers, or most labels occurring once), which "
+                         "otherwise stop the run.",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
     "tpu": "TPU name or address; 'local' on Colab / Cloud TPU VMs.",
     "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits).",
@@ -243,6 +247,9 @@ def resolve(cfg):
     elif cfg.train_file or cfg.dev_file or cfg.test_file:
         raise SystemExit("--train_file, --dev_file and --test_file are read by "
                          "--task=text_classification; the other tasks read --data_dir.")
+    elif cfg.allow_many_labels:
+        raise SystemExit("--allow_many_labels is an option of --task=text_classification "
+                         "(your own files' labels).")
     elif not cfg.task or not cfg.data_dir:
         raise SystemExit("--task and --data_dir are required (see --help).")
     if cfg.ablation not in ABLATIONS:

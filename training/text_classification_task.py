@@ -90,7 +90,11 @@ class TextClassificationTask(GlueTask):
         if cfg.test_file:
             self.files["test"] = cfg.test_file
         self._read = {}
-        self.class_labels = reading.label_list(self._file("train").examples)
+        try:
+            self.class_labels = reading.label_list(self._file("train").examples,
+                                                   cfg.allow_many_labels)
+        except reading.BadInputError as e:
+            raise reading.BadInputError(f"--train_file={cfg.train_file}: {e}") from None
         for split in self.files:  # every file's errors show before training, not after
             self._file(split)
         pair = bool(cfg.text_b_column)
