@@ -145,6 +145,15 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
     x = {"input_word_ids": out["input_word_ids"], "input_mask": out["input_mask"]}
     np.testing.assert_allclose(out["lm_logits"].numpy(), model.predict(x, verbose=0)["lm"],
                                atol=1e-4)
+    # A text longer than the window: its next token follows its last tokens.
+    long = " ".join(f"path{k} name" for k in range(200))
+    out = serving.signatures["serving_text"](text=tf.constant([long]))
+    ids = tokenizer.encode(long)
+    window = out["input_word_ids"].shape[1]
+    assert len(ids) > window and out["input_word_ids"][0].numpy().tolist() == ids[-window:]
+    last = model.predict({"input_word_ids": np.array([ids[-window:]], np.int32),
+                          "input_mask": np.ones((1, window), np.int32)}, verbose=0)["lm"]
+    assert out["next_token_id"][0].numpy() == np.argmax(last[0, -1])
 
     # Fine-tuning starts from the export as it is: the vocabulary lies beside it.
     from training.finetune import FinetuneConfig

@@ -10,7 +10,8 @@ Signatures:
   input transformation's layout, see `gpt_inputs`) and returns `logits`.
 - `serving_text` (`text` `(B,)` strings), when the vocabulary is given:
   byte-pair encoded in the graph (`GraphGptTokenizer`, the same ids as
-  `GptTokenizer`), cut to `max_seq_length`, right-padded; outputs as
+  `GptTokenizer`), a longer text cut to its last `max_seq_length` tokens
+  (the window the next token follows), right-padded; outputs as
   `serving_default` plus the packed `input_word_ids`, `input_mask` and
   `next_token_id` (the greedy next token after each text).
 - A `GptClassifier` exported with the vocabulary gets raw-text signatures
@@ -106,7 +107,8 @@ class _GptServing(tf.Module):
                 "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
 
     def text_outputs(self, text):
-        ids = self.tokenizer(text)[:, : self.max_seq_length]  # ragged (B, <=S)
+        # The text's last tokens: the next token continues its end, not its start.
+        ids = self.tokenizer(text)[:, -self.max_seq_length:]  # ragged (B, <=S)
         packed = {"input_word_ids": ids.to_tensor(0),  # right padding
                   "input_mask": tf.ones_like(ids).to_tensor(0)}
         packed = {k: tf.cast(v, tf.int32) for k, v in packed.items()}
