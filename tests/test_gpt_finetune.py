@@ -506,3 +506,34 @@ def test_bert_defaults_unchanged(tmp_path):
     cfg = resolve(FinetuneConfig(task="glue/rte", data_dir=str(tmp_path), preset="tiny",
                                  vocab_file="vocab.txt"))
     assert (cfg.model, cfg.learning_rate, cfg.warmup_proportion) == ("bert", 5e-5, 0.1)
+
+
+def test_a_vocabulary_other_than_the_checkpoints_own_is_refused(tmp_path):
+    """A same-size vocab.json or merges.txt from another BPE run would give
+    every row ids the checkpoint never learned: refused, naming both files;
+    the checkpoint's own files, or identical copies, are taken."""
+    from training.finetune import FinetuneConfig
+    from training.finetune import resolve
+
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "causal_lm.keras").write_bytes(b"")
+    (export / "vocab.json").write_text('{"a</w>": 0, "b</w>": 1}')
+    (export / "merges.txt").write_text("#version: 0.2\na b\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "vocab.json").write_text('{"b</w>": 0, "a</w>": 1}')
+    (other / "merges.txt").write_text("#version: 0.2\nb a\n")
+    cfg = FinetuneConfig(model="gpt", task="glue/cola", data_dir=str(tmp_path),
+                         init_checkpoint=str(export / "causal_lm.keras"))
+    assert resolve(cfg).vocab_file == str(export / "vocab.json")
+    for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
+        changed = FinetuneConfig(**{**cfg.__dict__, field: str(other / name)})
+        with pytest.raises(SystemExit, match=rf"--{field}=.*other/{name} \(sha256 \w{{12}}\) "
+                                             rf"is not the {name} of --init_checkpoint="):
+            resolve(changed)
+        (other / f"copy-{name}").write_bytes((export / name).read_bytes())
+        same = FinetuneConfig(**{**cfg.__dict__, "vocab_file": str(export / "vocab.json"),
+                                 "merges_file": str(export / "merges.txt"),
+                                 field: str(other / f"copy-{name}")})
+        assert getattr(resolve(same), field) == str(other / f"copy-{name}")

@@ -76,7 +76,21 @@ def resolve_gpt(cfg):
                 raise SystemExit(f"No {name} beside --vocab_file or --init_checkpoint: pass "
                                  f"--{field} (GPT reads vocab.json and merges.txt).")
             changes[field] = found[0]
-    return dataclasses.replace(cfg, **changes)
+    cfg = dataclasses.replace(cfg, **changes)
+    if cfg.init_checkpoint:  # the checkpoint's own files, when it has them, must be these
+        from tf_records.schema import file_sha256
+
+        folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+        for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
+            own, given = os.path.join(folder, name), getattr(cfg, field)
+            if os.path.exists(own) and os.path.exists(given) and (
+                    file_sha256(own) != file_sha256(given)):
+                raise SystemExit(
+                    f"--{field}={given} (sha256 {file_sha256(given)[:12]}) is not the {name} "
+                    f"of --init_checkpoint={checkpoint} ({own}, sha256 "
+                    f"{file_sha256(own)[:12]}): its token ids would mean other tokens. Leave "
+                    f"--{field} empty to use the checkpoint's.")
+    return cfg
 
 
 def build_gpt_backbone(cfg, vocab_size):
