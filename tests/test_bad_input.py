@@ -788,6 +788,21 @@ def case_pretrain_default_flags_take_the_records_values(a, out):
     return Outcome(0, "")
 
 
+@case(1, lambda a, out: ["--input_format='full_sentences'", "input_format='segment_pair'"],
+      "absent")
+def case_pretrain_input_format_other_than_the_records(a, out):
+    return _pretrain(a, out, input=a.records, max_seq_length=32, max_predictions_per_seq=5,
+                     input_format="full_sentences",
+                     explicit={"input_format", "max_seq_length", "max_predictions_per_seq"})
+
+
+@case(1, lambda a, out: ["--do_whole_word_mask=True", "do_whole_word_mask=False"], "absent")
+def case_pretrain_whole_word_masking_other_than_the_records(a, out):
+    return _pretrain(a, out, input=a.records, max_seq_length=32, max_predictions_per_seq=5,
+                     do_whole_word_mask=True,
+                     explicit={"do_whole_word_mask", "max_seq_length", "max_predictions_per_seq"})
+
+
 @case(1, lambda a, out: ["--max_seq_length=128", "max_seq_length=32"], "absent")
 def case_pretrain_default_value_given_explicitly_is_refused(a, out):
     return _pretrain(a, out, input=a.records, explicit={"max_seq_length"})

@@ -139,6 +139,12 @@ def agree_with_records(cfg, defaults, explicit=None):
     pairs = [(flag, manifest["schema"][key], key) for flag, key in RECORD_FLAGS[kind]]
     if "do_lower_case" in manifest:  # BERT's records: the casing the text was tokenized with
         pairs.append(("do_lower_case", manifest["do_lower_case"], "do_lower_case"))
+    # How BERT's records were made: a typed flag the written records cannot obey is refused.
+    for section, flag in (("instance_config", "input_format"),
+                          ("instance_config", "do_whole_word_mask"),
+                          ("writer_config", "dupe_factor")):
+        if flag in manifest.get(section, {}):
+            pairs.append((flag, manifest[section][flag], flag))
     changes = {}
     for flag, value, key in pairs:
         mine = getattr(cfg, flag)
