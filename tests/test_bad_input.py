@@ -1137,9 +1137,9 @@ def case_ablations_no_seeds(a, out):
     return _ablations(out, seeds=0)
 
 
-@case(1, lambda a, out: ["--learning_rate=-0.001", "> 0"], "absent")
+@case(1, lambda a, out: ["--learning_rates='1e-4,-1e-3'", "> 0"], "absent")
 def case_ablations_negative_learning_rate(a, out):
-    return _ablations(out, learning_rate=-1e-3)
+    return _ablations(out, learning_rates="1e-4,-1e-3")
 
 
 @case(1, lambda a, out: ["--pretrain_seq_length=256", "128 positions"], "absent")
@@ -1159,11 +1159,11 @@ def _default_ablation_settings(a, out):
     from training.ablations import AblationsConfig
 
     settings = {k: v for k, v in dataclasses.asdict(AblationsConfig()).items()
-                if k not in ("output_dir", "workers")}
+                if k not in ("output_dir", "workers", "scaling", "systems")}
     write_text(os.path.join(out, "settings.json"), json.dumps(settings))
 
 
-@case(1, lambda a, out: ["other settings", "--seeds: 3 there, 2 now"], "unchanged",
+@case(1, lambda a, out: ["other settings", "--seeds: 5 there, 2 now"], "unchanged",
       prepare=_default_ablation_settings)
 def case_ablations_resumed_with_other_settings(a, out):
     return _ablations(out, seeds=2)
