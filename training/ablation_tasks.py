@@ -1,42 +1,31 @@
-"""Three small fine-tuning tasks made offline from the default corpus, for
-the miniature of the BERT paper's Table 5 (`training.ablations`).
+"""Small fine-tuning tasks made offline from the default corpus, for the
+miniature of the BERT paper's Tables 5 and 1 (`training.ablations`).
 
-No GLUE or SQuAD data can be downloaded here, so each kind of task in
-Table 5 gets a stand-in made from the pretraining corpus (the standard
-library's docstrings and pydoc topics), in the official file layout that
-`training.finetune` reads as it is:
+No GLUE or SQuAD data can be downloaded here, so each kind of task gets a
+stand-in made from the pretraining corpus (the standard library's docstrings
+and pydoc topics), in the official file layout `training.finetune` reads:
 
-- `word_order/` (single sentence, CoLA layout, `--task=glue/cola`): a
-  sentence as written (label 1) or with two of its words swapped (label
-  0), as `training.word_order_task`. A unigram bag of words cannot beat
-  chance by construction.
-- `sentence_order/` (sentence pair, RTE layout, `--task=glue/rte`): two
-  consecutive sentences of a document, in the document's order
-  ("entailment") or swapped ("not_entailment"). Both orders hold the same
-  words, so the pair's bag of words cannot decide it, and one sentence
-  alone only hints (a summary-like sentence tends to come first): the
-  model has to read how the second follows on from the first (ALBERT's
-  sentence-order prediction, as a fine-tuning task). BERT's NSP
-  pretraining contrasts a true next sentence with a random one, never a
-  swapped one. Not in MRPC's layout: GPT reads MRPC pairs in both orders
-  (its similarity transformation), which would make order invisible.
-- `span_qa/` (span extraction, SQuAD v1.1 JSON, `--task=squad`): a
-  paragraph of up to four consecutive sentences; a question made from one
-  of them by replacing a span of one to three words (each occurring once
-  in the paragraph) with "what"; the answer is that span, at its exact
-  character offset in the paragraph. Finding it means matching the words
-  on both sides of the gap, which a left-to-right encoder cannot see at the
-  answer's position.
+- `topic/` (single sentence, SST-2 layout): is a sentence from the library
+  reference's internet chapters (`INTERNET_SOURCES`) or from elsewhere.
+- `answer_sentence/` (sentence pair, QNLI layout and QNLI's construction):
+  a question made from a sentence (a span of one to three words, each once
+  in the paragraph, replaced by "what") with that sentence (entailment) or
+  with its neighbour in a two-sentence paragraph (not_entailment).
+- `span_qa/` (SQuAD v1.1 JSON, `--task=squad`): the same kind of question,
+  its answer at its exact character offset in the sentence it was made
+  from; the answer's end is marked only by the words to its right.
 
-Dev comes from the documents the default corpus holds out of pretraining
-(`training.default_corpus.write_default_corpus`, 5%), train from the
-others, so no dev text was seen in pretraining. Beside the files,
-`tasks.json` records the sizes and the trivial baselines: the majority
-class (accuracy) for the two classification tasks, and for span QA the
-official F1 of always answering the paragraph's first words; and for the
-classification tasks the dev accuracy of logistic regression on word
-unigrams + bigrams (each segment's words apart), the shortcut a model must
-beat to show it read more than word pairs.
+`word_order`, `replaced_word` and `sentence_order` are the candidates the
+calibration (`training.ablation_calibration`) found unlearnable at this
+scale; they stay buildable so that calibration can be rerun.
+
+Train and validation rows come from the documents pretraining reads, dev
+rows from the 15% it holds out, less sentences that also stand in a
+training document. `<task>/select/` holds the training rows with the
+validation rows as its dev (the learning-rate choice). `tasks.json`
+records the sizes and baselines: the majority class, for span QA the
+official F1 of always answering the paragraph's first words, and for the
+classification tasks logistic regression on word 1-2 grams.
 
     python -m training.ablation_tasks --output_dir=/tmp/ablation_tasks
 """
