@@ -28,7 +28,8 @@ class BertRecipe:
     name = "BERT"
     presets_help = "tiny, mini, small, medium, base, large"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, init=None):
+        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
@@ -39,7 +40,7 @@ class BertRecipe:
                              f"{', '.join(INPUT_FORMATS)}.")
         from keras_bert_impl.bert_config import PRESETS
 
-        if not cfg.config_file and cfg.preset not in PRESETS:
+        if not init and not cfg.config_file and cfg.preset not in PRESETS:
             raise SystemExit(f"--preset={cfg.preset!r} is not a BERT size: "
                              f"{', '.join(PRESETS)}.")
         self.cfg = cfg
@@ -48,7 +49,7 @@ class BertRecipe:
             raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
                              f"max_position_embeddings={config.max_position_embeddings} "
                              f"({cfg.config_file or '--preset=' + cfg.preset}).")
-        self.preset = cfg.preset
+        self.preset = init.typed if init else cfg.preset
         self.ablation = _objective(cfg.ablation, cfg.input_format)
 
     def _config(self):
@@ -58,6 +59,8 @@ class BertRecipe:
         from keras_bert_impl import preset
 
         cfg = self.cfg
+        if self.init:
+            return self.init.config
         try:
             return BertConfig.from_json_file(cfg.config_file) if cfg.config_file else preset(
                 cfg.preset)
@@ -134,12 +137,21 @@ class BertRecipe:
         from keras_bert_impl import BertPretrainer
 
         cfg = self.cfg
-        config = dataclasses.replace(self._config(), vocab_size=vocab_size)
+        config = self._config()
+        if self.init and vocab_size > config.vocab_size:
+            raise SystemExit(f"The records' vocabulary has {vocab_size} ids; "
+                             f"--init_checkpoint={self.init.typed} embeds {config.vocab_size}.")
+        if not self.init:
+            config = dataclasses.replace(config, vocab_size=vocab_size)
         dtype = "mixed_bfloat16" if cfg.mixed_precision else None
         backbone = BertBackbone.from_bert_config(config, causal=self.ablation == "ltr", dtype=dtype)
         pretrainer = {"": BertPretrainer, "no_nsp": BertMaskedLMPretrainer,
-                      "ltr": BertCausalLMPretrainer}[self.ablation]
-        return pretrainer(backbone), config
+                      "ltr": BertCausalLMPretrainer}[self.ablation](backbone)
+        if self.init:
+            from training.continued_pretraining import load_init_weights
+
+            load_init_weights(self.init, pretrainer)
+        return pretrainer, config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
                 repeat=True, shuffle=True, length_grouping=0):
@@ -202,6 +214,10 @@ class BertRecipe:
             signatures = ("serving_default, serving_text, serving_text_pair" if vocab_file
                           else "serving_default")
             saved = f"SavedModel (signatures {signatures}) -> {path}; "
+        if self.init:  # also in the layout it came in
+            from training.continued_pretraining import save_like_init
+
+            saved += save_like_init(self.init, model, vocab_file, export_dir)
         keras_file = os.path.join(export_dir, "pretrainer.keras")
         model.save(keras_file)
         return f"{saved}Keras model -> {keras_file}"

@@ -227,6 +227,23 @@ def say(message):
     print(message, flush=True)
 
 
+def with_checkpoint_by_name(cfg):
+    """`cfg` with a Hub repository id in `--init_checkpoint` (e.g.
+    bert-base-uncased) replaced by its folder in the Hugging Face cache, the
+    change printed; paths stay as typed. ELMo's checkpoints are not on the Hub."""
+    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+
+    if not cfg.init_checkpoint or cfg.model == "elmo":
+        return cfg
+    try:
+        folder = resolve_checkpoint(cfg.init_checkpoint)
+    except ValueError as e:
+        raise SystemExit(f"--init_checkpoint: {e}") from None
+    if folder != cfg.init_checkpoint:
+        say(f"--init_checkpoint={cfg.init_checkpoint}: the Hub's files in {folder}")
+    return dataclasses.replace(cfg, init_checkpoint=folder)
+
+
 def resolve(cfg):
     """Task defaults filled in; checkpoint and vocabulary located."""
     from keras_bert_impl.checkpoints import find_vocab_file
@@ -240,6 +257,7 @@ def resolve(cfg):
     from training.finetune_tasks import DEFAULT_LEARNING_RATE
     from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
 
+    cfg = with_checkpoint_by_name(cfg)
     if cfg.task == "text_classification":  # your own files instead of a --data_dir
         from training.text_classification_task import check_flags
 

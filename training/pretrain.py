@@ -43,6 +43,7 @@ class PretrainConfig:
 
     model: str = "bert"
     ablation: str = ""
+    init_checkpoint: str = ""
     input: str = ""
     heldout_input: str = ""
     output_dir: str = "pretrain_output"
@@ -90,6 +91,12 @@ HELP = {
              "device, mirrored or multi_worker).",
     "ablation": "BERT's Table 5 ablations: '' (MLM + NSP), no_nsp (MLM only), ltr (LTR & No NSP: "
                 "causal mask, next-token loss on every position, from the same records).",
+    "init_checkpoint": "Continue pretraining from these weights (BERT): a Hugging Face folder, "
+                       "an original Google folder or checkpoint prefix, a .keras file, or a "
+                       "Hub repository id (bert-base-uncased, org/name@revision; the local "
+                       "cache when offline). Its size, vocabulary, casing and pretraining "
+                       "heads are used (fresh heads where it has none); --learning_rate "
+                       "defaults to 2e-5. Empty: random weights.",
     "input": "Text files/globs (comma-separated; one sentence per line, blank line between "
              "documents) or a TFRecord folder/manifest.json/file pattern. Empty: the default "
              "corpus (Python standard-library docstrings + pydoc topics).",
@@ -245,15 +252,16 @@ def with_model_defaults(cfg, explicit=None):
         if getattr(cfg, key) == getattr(bert, key) and key not in (explicit or ())})
 
 
-def make_recipe(cfg):
-    """The model family's recipe: data, model, loss, evaluation and export."""
+def make_recipe(cfg, init=None):
+    """The model family's recipe: data, model, loss, evaluation and export
+    (`init`: BERT's `InitCheckpoint` to continue from)."""
     if cfg.model != "bert" and cfg.input_format != "segment_pair":
         raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
                          f"(--model=bert); --model={cfg.model} writes its own.")
     if cfg.model == "bert":
         from training.bert_recipe import BertRecipe
 
-        return BertRecipe(cfg)
+        return BertRecipe(cfg, init)
     if cfg.model == "gpt":
         from training.gpt_recipe import GptRecipe
 
@@ -269,9 +277,10 @@ def make_recipe(cfg):
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
 
 
-def train(cfg, recipe, strategy, train_source, vocab_size, slices=1):
+def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None):
     """Builds, restores and fits (each batch in `slices`, `BatchSlices`); returns
-    (model, model_config, step, nan)."""
+    (model, model_config, step, nan). `at_start(model, model_config)`: called
+    before the first step of a run that starts at step 0."""
     import keras
     import tensorflow as tf
 
@@ -317,6 +326,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1):
                          f"interval {interval}: was --checkpoint_every_steps changed?")
     if step >= total_batches:
         return model, model_config, step, None
+    if at_start and not step:
+        at_start(model, model_config)
 
     def dataset_fn(context):
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
@@ -388,11 +399,20 @@ def run(cfg, explicit=None):
     if not cfg.num_train_steps:
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
     cfg = with_model_defaults(cfg, explicit)
+    explicit = set(explicit) if explicit is not None else {
+        f.name for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(
+            with_model_defaults(PretrainConfig(model=cfg.model)), f.name)}
+    init = None
+    if cfg.init_checkpoint:
+        from training.continued_pretraining import with_init_checkpoint
+
+        cfg, init = with_init_checkpoint(cfg, explicit)
+        explicit |= {"vocab_file", "do_lower_case"}  # the checkpoint's: records must agree
     check_flags(cfg)
     cfg = agree_with_records(cfg, with_model_defaults(PretrainConfig(model=cfg.model)), explicit)
     if cfg.mixed_precision is None:
         cfg = dataclasses.replace(cfg, mixed_precision=_unset_mixed_precision(cfg))
-    recipe = make_recipe(cfg)  # checks --model, --ablation, the preset or config file
+    recipe = make_recipe(cfg, init)  # checks --model, --ablation, the preset or config file
     from training.checkpointing import OutputLock
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
@@ -431,8 +451,17 @@ def run(cfg, explicit=None):
     for source in (train_source, heldout_source):
         verify_records(source)  # a bad shard named now, not mid-run by a DataLossError
     vocab_size = recipe.vocab_size(train_source, vocab_file)
+    at_start = None
+    if init and heldout_source and chief:  # the checkpoint's held-out loss, to beat
+        from training.continued_pretraining import start_evaluation
+
+        def at_start(model, model_config):
+            start_evaluation(model, recipe.dataset(heldout_source, cfg.global_batch_size,
+                                                   model_config, repeat=False, shuffle=False),
+                             cfg.output_dir)
+
     model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size,
-                                                 slices)
+                                                 slices, at_start)
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
@@ -445,6 +474,13 @@ def run(cfg, explicit=None):
                "mixed_precision": cfg.mixed_precision, "batch_slices": slices,
                "op_threads": op_threads}
     summary.update(recipe.evaluate(model, model_config, heldout_source, train_source, vocab_file))
+    if init:
+        from training.continued_pretraining import START_EVALUATION
+
+        start_path = os.path.join(cfg.output_dir, START_EVALUATION)
+        if os.path.exists(start_path):
+            with open(start_path, encoding="utf-8") as f:
+                summary["heldout_at_start"] = json.load(f)
     from training.curves import write_heldout_scalars
     from training.curves import write_training_curves
     from training.progress import Timed

@@ -7,6 +7,7 @@ import keras
 
 from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.models.bert_feature_backbone import BertFeatureBackbone
@@ -64,7 +65,9 @@ def load_backbone(path, dtype=None, causal=None):
 
     Args:
         path: str. A Hugging Face folder, an original Google folder or
-            checkpoint prefix, or a `.keras` file.
+            checkpoint prefix, a `.keras` file, or a Hugging Face Hub
+            repository id such as "bert-base-uncased" or "org/name@revision"
+            (`hub_names.resolve_checkpoint`: the cache when offline).
         dtype: optional dtype policy, e.g. "mixed_bfloat16".
         causal: bool or None. None keeps the checkpoint's attention (a
             `.keras` file of the LTR ablation stays causal); True or False
@@ -74,6 +77,7 @@ def load_backbone(path, dtype=None, causal=None):
     Returns:
         `BertBackbone`.
     """
+    path = resolve_checkpoint(path)
     kind = checkpoint_format(path)
     if kind == "hf":
         model = load_hf_checkpoint(path, dtype=dtype)
@@ -108,7 +112,8 @@ def _rebuilt(backbone, dtype, causal):
 
 
 def find_vocab_file(path):
-    """`vocab.txt` beside a checkpoint, or None."""
+    """`vocab.txt` beside a checkpoint (a path or Hub name), or None."""
+    path = resolve_checkpoint(path)
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     candidate = os.path.join(folder, "vocab.txt")
     return candidate if os.path.exists(candidate) else None

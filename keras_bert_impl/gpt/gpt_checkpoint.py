@@ -25,6 +25,7 @@ from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
 from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_tensors
+from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_config import GptConfig
@@ -119,7 +120,9 @@ def load_gpt_checkpoint(folder, dtype=None):
 
     Args:
         folder: str. Holds `config.json` and `model.safetensors`
-            (`OpenAIGPTModel` or `OpenAIGPTLMHeadModel`).
+            (`OpenAIGPTModel` or `OpenAIGPTLMHeadModel`); or a Hub
+            repository id, e.g. "openai-community/openai-gpt" (the cache
+            when offline).
         dtype: optional dtype policy for the built model.
 
     Returns:
@@ -130,6 +133,7 @@ def load_gpt_checkpoint(folder, dtype=None):
     >>> backbone.gpt_config.n_embd
     12
     """
+    folder = resolve_checkpoint(folder)
     config = read_gpt_config(folder)
     tensors = read_hf_tensors(folder)  # float32, clear errors for a missing file
     source = os.path.join(folder, WEIGHTS_FILE)

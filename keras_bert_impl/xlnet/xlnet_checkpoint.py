@@ -25,6 +25,7 @@ from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_tensors
+from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
@@ -146,6 +147,7 @@ def _assign(backbone, tensors, source, prefix):
 
 
 def _read_folder(folder, changes):
+    folder = resolve_checkpoint(folder)  # a Hub name (e.g. xlnet-base-cased) -> its folder
     config = read_xlnet_config(folder)
     if changes:
         config = config.replace(**changes)

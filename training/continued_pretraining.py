@@ -1,0 +1,284 @@
+"""Continued pretraining: `training.pretrain --init_checkpoint=...` (BERT).
+
+How SciBERT, BioBERT and Chinese-BERT-wwm were made, and the original
+repository's advice for a domain corpus: start from released weights and
+pretrain further on your own text. The checkpoint decides what a fresh run
+would choose:
+
+- the model's size (its config; `--preset`, `--config_file` or
+  `--vocab_size` typed with other values are refused, naming the field);
+- the vocabulary and casing (its `vocab.txt` and, where the checkpoint says,
+  its casing; a typed `--vocab_file` or `--do_lower_case` that differs, or
+  records written with another vocabulary or casing, are refused naming
+  both);
+- the pretraining heads: loaded when the checkpoint has them (Hugging Face
+  `BertForPreTraining` / `BertForMaskedLM`, Google `cls/predictions/*` and
+  `cls/seq_relationship/*`, a `.keras` pretrainer), else fresh, said in a line;
+- the learning rate when none is typed: `CONTINUED_LEARNING_RATE`, the
+  original's 2e-5 for pretraining from a checkpoint, not the from-scratch 2e-3.
+
+A checkpoint is a Hugging Face folder, a Google folder or prefix, a `.keras`
+file, or a Hub repository id (`keras_bert_impl.checkpoints.hub_names`).
+"""
+
+import dataclasses
+import json
+import os
+import re
+
+from training.pretrain_common import say
+
+# The original README's learning rate for pretraining from a BERT checkpoint
+# (its run_pretraining example); 2e-5 to 5e-5 is the usual range.
+CONTINUED_LEARNING_RATE = 2e-5
+
+START_EVALUATION = "start_evaluation.json"  # held-out scores of the checkpoint, before step 1
+
+
+@dataclasses.dataclass(frozen=True)
+class InitCheckpoint:
+    """What `--init_checkpoint` holds. `path`: the local file or folder (a
+    Hub name resolved); `kind`: hf, google or keras; `do_lower_case`: None
+    where the checkpoint does not say."""
+
+    typed: str
+    path: str
+    kind: str
+    config: object  # BertConfig
+    vocab_file: str | None
+    do_lower_case: bool | None
+
+
+def read_init_checkpoint(typed):
+    """The `InitCheckpoint` of a path or Hub name; `SystemExit` naming it if unreadable."""
+    from keras_bert_impl.bert_config import BertConfig
+    from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_config
+    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+    from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
+    from keras_bert_impl.checkpoints.load_backbone import find_vocab_file
+
+    try:
+        path = resolve_checkpoint(typed)
+        kind = checkpoint_format(path)
+        if kind == "hf":
+            config = read_hf_config(path)
+        elif kind == "google":
+            folder = path if os.path.isdir(path) else os.path.dirname(path)
+            config = BertConfig.from_json_file(os.path.join(folder, "bert_config.json"))
+        else:
+            config = _keras_model(path).backbone.bert_config
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"--init_checkpoint={typed}: {e}") from None
+    if path != typed:
+        say(f"--init_checkpoint={typed}: the Hub's files in {path}")
+    return InitCheckpoint(typed, path, kind, config, find_vocab_file(path) if kind != "keras"
+                          else None, _casing(path, kind))
+
+
+def _keras_model(path):
+    import keras
+
+    from keras_bert_impl.checkpoints.load_backbone import check_keras_file
+
+    check_keras_file(path)
+    model = keras.saving.load_model(path, compile=False)
+    if not hasattr(model, "backbone") or not hasattr(model.backbone, "bert_config"):
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a BERT pretrainer.")
+    return model
+
+
+def _casing(path, kind):
+    """do_lower_case as the checkpoint says: Hugging Face's
+    `tokenizer_config.json`; for Google's, the release's name, as the
+    original's `validate_case_matches_checkpoint` reads it; else None."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if kind == "hf":
+        settings = os.path.join(folder, "tokenizer_config.json")
+        if os.path.exists(settings):
+            with open(settings, encoding="utf-8") as f:
+                value = json.load(f).get("do_lower_case")
+            return value if isinstance(value, bool) else None
+        return None
+    if kind == "google":
+        name = os.path.basename(os.path.normpath(folder)).lower()
+        if re.search(r"(^|[^a-z])uncased", name):
+            return True
+        if re.search(r"(^|[^a-z])cased", name):
+            return False
+    return None
+
+
+def with_init_checkpoint(cfg, explicit):
+    """`(cfg, InitCheckpoint)`: `cfg` with the checkpoint's vocabulary,
+    casing and (unless typed) learning rate, each change said in a line;
+    typed flags the checkpoint contradicts are refused, naming both."""
+    from tf_records.schema import file_sha256
+
+    if cfg.model != "bert":
+        raise SystemExit(f"--init_checkpoint is BERT's (--model=bert) for now; --model={cfg.model} "
+                         "pretrains from random weights.")
+    init = read_init_checkpoint(cfg.init_checkpoint)
+    config = init.config
+    where = f"--init_checkpoint={cfg.init_checkpoint}"
+    _check_size(cfg, explicit, config, where)
+    if cfg.max_seq_length > config.max_position_embeddings:
+        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
+                         f"max_position_embeddings={config.max_position_embeddings}.")
+    changes = {}
+    vocab = init.vocab_file
+    if cfg.vocab_file and vocab and file_sha256(cfg.vocab_file) != file_sha256(vocab):
+        raise SystemExit(
+            f"--vocab_file={cfg.vocab_file} (sha256 {file_sha256(cfg.vocab_file)[:12]}) is not "
+            f"{where}'s vocabulary {vocab} (sha256 {file_sha256(vocab)[:12]}): its embeddings "
+            "belong to that one. Leave --vocab_file out.")
+    if not vocab and not cfg.vocab_file:
+        raise SystemExit(f"{where} has no vocab.txt beside it: pass --vocab_file (the "
+                         "vocabulary it was trained with).")
+    if vocab and not cfg.vocab_file:
+        changes["vocab_file"] = vocab
+        say(f"--vocab_file: {vocab}, {where}'s vocabulary.")
+    if init.do_lower_case is not None and init.do_lower_case != cfg.do_lower_case:
+        if "do_lower_case" in explicit:
+            raise SystemExit(
+                f"--do_lower_case={cfg.do_lower_case}, but {where} is "
+                f"{'uncased' if init.do_lower_case else 'cased'} (do_lower_case="
+                f"{init.do_lower_case}). Leave --do_lower_case out.")
+        changes["do_lower_case"] = init.do_lower_case
+        say(f"--do_lower_case: {init.do_lower_case}, as {where} was trained.")
+    if "learning_rate" not in explicit:
+        changes["learning_rate"] = CONTINUED_LEARNING_RATE
+        say(f"--learning_rate: {CONTINUED_LEARNING_RATE:g} for continued pretraining (the "
+            f"from-scratch default is {cfg.learning_rate:g}).")
+    cfg = dataclasses.replace(cfg, **changes)
+    _check_records(cfg, init, where)
+    return cfg, init
+
+
+def _check_size(cfg, explicit, config, where):
+    """A typed size that differs from the checkpoint's is refused."""
+    if "config_file" in explicit and cfg.config_file:
+        from keras_bert_impl.bert_config import BertConfig
+
+        typed = BertConfig.from_json_file(cfg.config_file)
+        source = f"--config_file={cfg.config_file}"
+    elif "preset" in explicit:
+        from keras_bert_impl import preset
+
+        try:
+            typed = preset(cfg.preset)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+        source = f"--preset={cfg.preset}"
+    else:
+        typed = None
+    if typed is not None:
+        for field in ("num_hidden_layers", "hidden_size", "num_attention_heads",
+                      "intermediate_size", "max_position_embeddings"):
+            if getattr(typed, field) != getattr(config, field):
+                raise SystemExit(f"{source} has {field}={getattr(typed, field)}; {where} has "
+                                 f"{getattr(config, field)}. The size comes from the checkpoint: "
+                                 f"leave {source.split('=')[0]} out.")
+    if "vocab_size" in explicit and cfg.vocab_size != config.vocab_size:
+        raise SystemExit(f"--vocab_size={cfg.vocab_size}, but {where} has a "
+                         f"{config.vocab_size}-token vocabulary. Leave --vocab_size out.")
+
+
+def _check_records(cfg, init, where):
+    """Records given as `--input` must be written with the checkpoint's
+    vocabulary and casing."""
+    from tf_records.schema import file_sha256
+    from training.pretrain_common import is_tfrecords
+
+    if not is_tfrecords(cfg.input) or not (os.path.isdir(cfg.input)
+                                           or cfg.input.endswith(".json")):
+        return
+    from tf_records.reader import read_manifest
+
+    manifest = read_manifest(cfg.input)
+    theirs = manifest.get("vocab_sha256")
+    mine = file_sha256(cfg.vocab_file)
+    if theirs and theirs != mine:
+        raise SystemExit(
+            f"--input={cfg.input} was written with another vocabulary (sha256 {theirs[:12]}) "
+            f"than {where}'s {cfg.vocab_file} (sha256 {mine[:12]}). Write the records with the "
+            f"checkpoint's vocabulary (--vocab_file={cfg.vocab_file}).")
+    if "do_lower_case" in manifest and manifest["do_lower_case"] != cfg.do_lower_case:
+        raise SystemExit(
+            f"--input={cfg.input} was written with do_lower_case={manifest['do_lower_case']}; "
+            f"{where} is {'uncased' if cfg.do_lower_case else 'cased'}.")
+
+
+def load_init_weights(init, target):
+    """Copies the checkpoint's weights into `target` (a pretrainer built
+    from `init.config`): the encoder always, each head the checkpoint has
+    (a line says which heads start fresh). Loads outside `target`'s dtype:
+    the checkpoint is read in float32 and assigned."""
+    import keras
+
+    from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
+    from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        if init.kind == "hf":
+            source = load_hf_checkpoint(init.path)
+        elif init.kind == "google":
+            source = load_google_checkpoint(init.path)
+        else:
+            source = _keras_model(init.path)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    backbone = getattr(source, "backbone", source)
+    target.backbone.set_weights(backbone.get_weights())
+    loaded, fresh = ["encoder"], []
+    for head in ("masked_lm_head", "next_sentence_head"):
+        if not hasattr(target, head):
+            continue
+        if hasattr(source, head):
+            getattr(target, head).set_weights(getattr(source, head).get_weights())
+            loaded.append(head)
+        else:
+            fresh.append(head)
+    del source
+    say(f"From {init.typed}: {', '.join(loaded)} loaded"
+        + (f"; {', '.join(fresh)} start fresh (the checkpoint has none)" if fresh else ""))
+    return loaded, fresh
+
+
+def save_like_init(init, model, vocab_file, export_dir):
+    """The continued model in the checkpoint's own layout beside the Keras
+    file: `export/hf/` (a Hugging Face folder) or `export/google/`; "" for
+    a `.keras` start or a model those layouts do not hold (LTR's)."""
+    from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
+
+    if init.kind == "keras" or isinstance(model, BertCausalLMPretrainer):
+        return ""
+    if init.kind == "hf":
+        from keras_bert_impl.checkpoints import save_hf_checkpoint
+
+        folder = os.path.join(export_dir, "hf")
+        save_hf_checkpoint(model, folder, vocab_file)
+        return f"Hugging Face folder -> {folder}; "
+    from keras_bert_impl.checkpoints import save_google_checkpoint
+
+    folder = os.path.join(export_dir, "google")
+    save_google_checkpoint(model, folder, vocab_file)
+    return f"Google checkpoint -> {folder}; "
+
+
+def start_evaluation(model, heldout, output_dir):
+    """The checkpoint's held-out scores before any step, written once to
+    `START_EVALUATION` (a resume reads them back)."""
+    from training.pretrain_common import write_json
+
+    path = os.path.join(output_dir, START_EVALUATION)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    scores = model.evaluate(heldout, verbose=0, return_dict=True)
+    scores = {k: float(v) for k, v in scores.items()}
+    write_json(path, scores)
+    say("Held-out at step 0 (the checkpoint): "
+        + ", ".join(f"{k} {v:.4f}" for k, v in sorted(scores.items())))
+    return scores
