@@ -130,3 +130,70 @@ def test_continued_pretraining_lowers_the_heldout_loss(tmp_path, hub_cache):
     assert open(out / "export" / "hf" / "vocab.txt").read() == open(
         os.path.join(MINILM, "vocab.txt")).read()
     shutil.rmtree(out / "data")
+
+
+@pytest.mark.slow(seconds=60)
+def test_two_phases_resume_in_phase_two(tmp_path):
+    """The paper's schedule on `tiny`: 4 steps at 128 tokens, then 8 at 512
+    from phase 1's weights and optimizer (one schedule over 12 steps), each
+    phase with its own records. Killed in phase 2, the same command resumes
+    in phase 2 on the 512-token records."""
+    import signal
+    import time
+
+    import tensorflow as tf
+    from forked_python import run_python
+    from forked_python import start_python
+    from helpers import write_docstring_corpus
+
+    from tf_records.reader import read_manifest
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root)
+    text = write_docstring_corpus(tmp_path / "text.txt", (os, json, shutil), 200, 12)
+    out = tmp_path / "run"
+    args = ["-m", "training.pretrain", f"--input={text}", f"--output_dir={out}",
+            f"--vocab_file={os.path.join(MINILM, 'vocab.txt')}", "--num_train_steps=4",
+            "--phase2_steps=8", "--checkpoint_every_steps=2", "--global_batch_size=4",
+            "--dupe_factor=1", "--nosaved_model", "--fill_mask_examples=0", "--batch_slices=1"]
+    proc = start_python(args, root, env)
+    folder = out / "checkpoints"
+    deadline = time.time() + 300
+
+    def latest():
+        found = tf.train.latest_checkpoint(str(folder)) if folder.is_dir() else None
+        return int(found.rsplit("-", 1)[1]) if found else 0
+
+    while latest() <= 4 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)  # killed at the first checkpoint of phase 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = latest()
+    output = "".join(proc.outputs())
+    assert 4 < killed_at < 12, output[-3000:]
+    assert "Phase 1: batches 1-4 at 128 tokens; phase 2: 5-12 at 512." in output
+    for prefix, length, predictions in (("", 128, 20), ("phase2_", 512, 80)):
+        schema = read_manifest(str(out / "data" / f"{prefix}train_records"))["schema"]
+        assert (schema["max_seq_length"], schema["max_predictions_per_seq"]) == (length,
+                                                                                   predictions)
+    result = run_python(args, root, env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Resuming at batch {killed_at} of 12" in result.stdout, result.stdout[-3000:]
+    assert f"Phase 2 from batch {killed_at + 1}: 512-token records" in result.stdout
+    assert "step 12/12" in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["batches_trained"] == 12
+
+
+@pytest.mark.parametrize("fields, needle", [
+    ({"phase2_max_seq_length": 256}, "--phase2_max_seq_length is a setting of phase 2"),
+    ({"phase2_steps": 10, "model": "gpt"}, "--phase2_steps is BERT's two-phase schedule"),
+])
+def test_phase_flags_are_obeyed_or_refused(tmp_path, fields, needle):
+    from training.pretrain import run
+
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        run(PretrainConfig(output_dir=str(out), **fields), explicit=set(fields))
+    assert needle in str(e.value)
+    assert not out.exists()

@@ -28,8 +28,9 @@ class BertRecipe:
     name = "BERT"
     presets_help = "tiny, mini, small, medium, base, large"
 
-    def __init__(self, cfg, init=None):
+    def __init__(self, cfg, init=None, records_prefix=""):
         self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
+        self.records_prefix = records_prefix  # "phase2_": the second phase's records
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
@@ -102,7 +103,7 @@ class BertRecipe:
                                   ("heldout", heldout_files, 1)):
             if not files:
                 continue
-            folder = os.path.join(data_dir, f"{side}_records")
+            folder = os.path.join(data_dir, f"{self.records_prefix}{side}_records")
             sources[side] = folder
             if os.path.exists(os.path.join(folder, "manifest.json")):
                 continue  # written by an earlier start of this run

@@ -62,6 +62,9 @@ class PretrainConfig:
     length_grouping: int = 16
     batch_slices: int = 0
     num_train_steps: int = 0
+    phase2_steps: int = 0
+    phase2_max_seq_length: int = 512
+    phase2_max_predictions_per_seq: int = 80
     checkpoint_every_steps: int = 500
     steps_per_execution: int = 1
     strategy: str = "auto"
@@ -148,6 +151,16 @@ HELP = {
                        "its LM loss on every position costs ~3x BERT's per step; ELMo 1000 "
                        "of 16 streams: ~4 minutes on two CPU cores; XLNet 1000 of 32 x 64 "
                        "tokens: 2-4 minutes).",
+    "phase2_steps": "BERT: the paper's second phase. After --num_train_steps at "
+                    "--max_seq_length (phase 1: the paper's 90% at 128), this many more steps "
+                    "on records of --phase2_max_seq_length (the paper's 10% at 512) written "
+                    "from the same text, in the same run: the weights and optimizer state "
+                    "carry on, the learning-rate schedule spans both phases, position "
+                    "embeddings past phase 1's length train here; a resume continues the "
+                    "phase it stopped in. 0: one phase.",
+    "phase2_max_seq_length": "Tokens per sequence in phase 2 (the paper's 512).",
+    "phase2_max_predictions_per_seq": "Masked positions per sequence in phase 2 (the "
+                                      "original's 80 at 512).",
     "checkpoint_every_steps": "Checkpoint interval (rounded down to divide num_train_steps).",
     "steps_per_execution": "Steps per compiled call (TPUs like 100s).",
     "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
@@ -277,10 +290,13 @@ def make_recipe(cfg, init=None):
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
 
 
-def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None):
+def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None,
+          phase2=None):
     """Builds, restores and fits (each batch in `slices`, `BatchSlices`); returns
     (model, model_config, step, nan). `at_start(model, model_config)`: called
-    before the first step of a run that starts at step 0."""
+    before the first step of a run that starts at step 0. `phase2`:
+    `(recipe, records)` of the second phase (`--phase2_steps`): its batches
+    follow phase 1's in the same fit, schedule and checkpoints."""
     import keras
     import tensorflow as tf
 
@@ -297,8 +313,12 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
 
     replicas_batch(strategy, cfg.global_batch_size)  # checks divisibility
     accumulation = cfg.gradient_accumulation_steps
-    total_batches = cfg.num_train_steps * accumulation
+    phase1_batches = cfg.num_train_steps * accumulation
+    total_batches = (cfg.num_train_steps + (cfg.phase2_steps if phase2 else 0)) * accumulation
     interval = checkpoint_interval(total_batches, cfg.checkpoint_every_steps * accumulation)
+    if phase2 and phase1_batches % interval:
+        raise SystemExit(f"The checkpoint interval ({interval} batches) must divide phase 1's "
+                         f"{phase1_batches} (--num_train_steps): phase 2 starts on a checkpoint.")
     if interval % cfg.steps_per_execution:
         raise SystemExit(f"--steps_per_execution={cfg.steps_per_execution} must divide the "
                          f"checkpoint interval ({interval} batches).")
@@ -309,7 +329,7 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
             optimizer=cfg.optimizer, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
             weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm,
             gradient_accumulation_steps=accumulation),
-            cfg.num_train_steps)
+            total_batches // accumulation)
         model.compile(optimizer=optimizer, steps_per_execution=cfg.steps_per_execution,
                       jit_compile=cfg.jit_compile)
         checkpoint = TrainingCheckpoint(model, os.path.join(cfg.output_dir, "checkpoints"),
@@ -345,13 +365,16 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
             model_config, start_batch=step * replicas_per_pipeline,
             input_context=context if sharded else None))
 
-    if strategy is tf.distribute.get_strategy():  # the default: no distribution
+    def local_dataset(recipe, source, start):
         # Batches of similar length, cut to their longest row: one replica
         # only (replicas in one step would get different shapes). Autotuning
         # off: ELMo's language model is not a `KerasStrategyFixes` model.
-        dataset = without_autotune_thread(recipe.dataset(
-            train_source, cfg.global_batch_size, model_config, start_batch=step,
+        return without_autotune_thread(recipe.dataset(
+            source, cfg.global_batch_size, model_config, start_batch=start,
             length_grouping=cfg.length_grouping))
+
+    if strategy is tf.distribute.get_strategy():  # the default: no distribution
+        dataset = local_dataset(recipe, train_source, step)
     else:
         dataset = strategy.distribute_datasets_from_function(dataset_fn)
     saver = CheckpointEveryEpoch(checkpoint, interval)
@@ -366,9 +389,23 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
         f"{cfg.global_batch_size}{' in mixed_bfloat16' if cfg.mixed_precision else ''} on "
         f"{strategy.num_replicas_in_sync} replica(s)"
         f"{f' in {slices} slices side by side' if slices > 1 else ''}, checkpoint every {interval}")
-    model.fit(dataset, epochs=total_batches // interval, initial_epoch=step // interval,
-              steps_per_epoch=interval, callbacks=[saver, log], verbose=0,
-              shuffle=False)  # the dataset orders itself (seeded, resumable)
+    if phase2:
+        say(f"Phase 1: batches 1-{phase1_batches} at {cfg.max_seq_length} tokens; phase 2: "
+            f"{phase1_batches + 1}-{total_batches} at {cfg.phase2_max_seq_length}.")
+    if step < phase1_batches or not phase2:
+        end = phase1_batches if phase2 else total_batches
+        model.fit(dataset, epochs=end // interval, initial_epoch=step // interval,
+                  steps_per_epoch=interval, callbacks=[saver, log], verbose=0,
+                  shuffle=False)  # the dataset orders itself (seeded, resumable)
+        if saver.bad_loss or not phase2:
+            return model, model_config, saver.batches or step, saver.bad_loss
+        step = saver.batches or step
+    phase2_recipe, phase2_source = phase2
+    say(f"Phase 2 from batch {step + 1}: {cfg.phase2_max_seq_length}-token records "
+        f"{phase2_source}")
+    model.fit(local_dataset(phase2_recipe, phase2_source, step - phase1_batches),
+              epochs=total_batches // interval, initial_epoch=step // interval,
+              steps_per_epoch=interval, callbacks=[saver, log], verbose=0, shuffle=False)
     return model, model_config, saver.batches or step, saver.bad_loss
 
 
@@ -402,6 +439,9 @@ def run(cfg, explicit=None):
     explicit = set(explicit) if explicit is not None else {
         f.name for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(
             with_model_defaults(PretrainConfig(model=cfg.model)), f.name)}
+    typed_phase2 = sorted(explicit & {"phase2_max_seq_length", "phase2_max_predictions_per_seq"})
+    if typed_phase2 and not cfg.phase2_steps:
+        raise SystemExit(f"--{typed_phase2[0]} is a setting of phase 2: give --phase2_steps too.")
     init = None
     if cfg.init_checkpoint:
         from training.continued_pretraining import with_init_checkpoint
@@ -451,6 +491,22 @@ def run(cfg, explicit=None):
     for source in (train_source, heldout_source):
         verify_records(source)  # a bad shard named now, not mid-run by a DataLossError
     vocab_size = recipe.vocab_size(train_source, vocab_file)
+    phase2 = None
+    if cfg.phase2_steps:  # the same text, written again at phase 2's length
+        from training.bert_recipe import BertRecipe
+
+        if strategy is not tf_default_strategy():
+            raise SystemExit("--phase2_steps runs on one replica (the default strategy); "
+                             "on several, run phase 2 as continued pretraining from phase "
+                             "1's export (see docs/pretraining.md).")
+        phase2_recipe = BertRecipe(dataclasses.replace(
+            cfg, max_seq_length=cfg.phase2_max_seq_length,
+            max_predictions_per_seq=cfg.phase2_max_predictions_per_seq, vocab_file=vocab_file),
+            init, records_prefix="phase2_")
+        phase2_train, phase2_heldout, _ = phase2_recipe.prepare_data()
+        for source in (phase2_train, phase2_heldout):
+            verify_records(source)
+        phase2 = (phase2_recipe, phase2_train)
     at_start = None
     if init and heldout_source and chief:  # the checkpoint's held-out loss, to beat
         from training.continued_pretraining import start_evaluation
@@ -461,7 +517,9 @@ def run(cfg, explicit=None):
                              cfg.output_dir)
 
     model, model_config, step, bad_loss = train(cfg, recipe, strategy, train_source, vocab_size,
-                                                 slices, at_start)
+                                                 slices, at_start, phase2)
+    if phase2:  # held-out scores at the length the model ends on
+        recipe, heldout_source = phase2[0], phase2_heldout
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
@@ -499,6 +557,12 @@ def run(cfg, explicit=None):
     write_json(os.path.join(cfg.output_dir, "summary.json"), summary)
     say(f"Exported {exported}. Done in {time.time() - started:.0f} s.")
     lock.release()
+
+
+def tf_default_strategy():
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy()
 
 
 def _worker_role():

@@ -54,7 +54,16 @@ def check_flags(cfg):
         "batch_slices": 0, "num_train_steps": 1, "checkpoint_every_steps": 1, "steps_per_execution": 1,
         "learning_rate": 0.0, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 0.0,
         "gradient_accumulation_steps": 1, "data_workers": 1, "log_every_steps": 1,
-        "fill_mask_examples": 0})
+        "fill_mask_examples": 0, "phase2_steps": 0, "phase2_max_seq_length": 2,
+        "phase2_max_predictions_per_seq": 1})
+    if cfg.phase2_steps and cfg.model != "bert":
+        raise SystemExit(f"--phase2_steps is BERT's two-phase schedule; --model={cfg.model} "
+                         "trains at one length.")
+    if cfg.phase2_steps and is_tfrecords(cfg.input):
+        raise SystemExit(f"--phase2_steps writes both phases' records from text; --input="
+                         f"{cfg.input} is TFRecords. Give the text, or run phase 2 as continued "
+                         "pretraining (--init_checkpoint=<phase 1>/export/pretrainer.keras) on "
+                         "records of its length.")
     if not cfg.learning_rate > 0:
         raise SystemExit(f"--learning_rate={cfg.learning_rate}: must be > 0.")
     if cfg.batch_slices > cfg.global_batch_size:
