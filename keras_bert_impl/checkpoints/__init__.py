@@ -1,9 +1,12 @@
-"""Checkpoint interoperability: original Google TF1 and Hugging Face."""
+"""Checkpoint interoperability: original Google TF1, Hugging Face, keras-hub presets."""
 
 from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import save_hf_checkpoint
+from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
+from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
+from keras_bert_impl.checkpoints.keras_hub_preset import save_keras_hub_preset
 from keras_bert_impl.checkpoints.load_backbone import check_keras_file
 from keras_bert_impl.checkpoints.load_backbone import find_vocab_file
 from keras_bert_impl.checkpoints.load_backbone import load_backbone

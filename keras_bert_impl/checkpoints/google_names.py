@@ -123,7 +123,25 @@ def original_shapes(model):
 
 
 def get_original_weights(model):
-    """`{original name: numpy array}` of every tensor the model holds."""
+    """`{original name: numpy array}` of every tensor the model holds.
+
+    Raises `ValueError` for a masked-LM head whose activation or epsilon is
+    not the backbone's (as a model read from a keras-hub `BertMaskedLM`
+    preset has): the original config has no field for them, so the written
+    checkpoint would load as a different model.
+    """
+    _, mlm_head, _ = _parts(model)
+    config = backbone_of(model).bert_config
+    if mlm_head is not None:
+        for field, head_value, value in (
+                ("hidden_act", mlm_head.hidden_act, config.hidden_act),
+                ("layer_norm_eps", mlm_head.layer_norm_eps, config.layer_norm_eps)):
+            if head_value != value:
+                raise ValueError(
+                    f"The masked-LM head of this {type(model).__name__} has {field}="
+                    f"{head_value!r} but its backbone {field}={value!r}; the original "
+                    "checkpoint formats have one field for both. Write its `.backbone` "
+                    "instead (the head is then dropped).")
     tensors = {}
     for slot in _slots(model):
         tensors.update(slot.read())

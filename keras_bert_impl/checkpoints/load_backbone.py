@@ -8,6 +8,9 @@ import keras
 from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+from keras_bert_impl.checkpoints.keras_hub_preset import is_keras_hub_preset
+from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
+from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.models.bert_feature_backbone import BertFeatureBackbone
@@ -16,13 +19,17 @@ FORMATS = (
     "a Hugging Face folder (config.json + model.safetensors)",
     "an original Google folder or prefix (bert_config.json + bert_model.ckpt.*)",
     "a .keras file of any keras_bert_impl model",
+    "a keras-hub preset folder (BertBackbone, BertMaskedLM, BertTextClassifier)",
 )
 
 
 def checkpoint_format(path):
-    """"hf", "google" or "keras", from the files at `path`; `ValueError` if none."""
+    """"hf", "google", "keras" or "keras_hub", from the files at `path`;
+    `ValueError` if none."""
     if path.endswith(".keras") and os.path.isfile(path):
         return "keras"
+    if is_keras_hub_preset(path):
+        return "keras_hub"
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors")):
         return "hf"
@@ -83,6 +90,8 @@ def load_backbone(path, dtype=None, causal=None):
         model = load_hf_checkpoint(path, dtype=dtype)
     elif kind == "google":
         model = load_google_checkpoint(path, dtype=dtype)
+    elif kind == "keras_hub":
+        model = load_keras_hub_preset(path, dtype=dtype)
     else:
         check_keras_file(path)
         model = keras.saving.load_model(path, compile=False)
@@ -114,6 +123,8 @@ def _rebuilt(backbone, dtype, causal):
 def find_vocab_file(path):
     """`vocab.txt` beside a checkpoint (a path or Hub name), or None."""
     path = resolve_checkpoint(path)
+    if is_keras_hub_preset(path):
+        return keras_hub_preset_vocab(path).vocab_file
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     candidate = os.path.join(folder, "vocab.txt")
     return candidate if os.path.exists(candidate) else None

@@ -42,13 +42,15 @@ def _pretrainer_graph(backbone):
     return inputs, backbone.pooler(x), x[:, 1:]
 
 
-def _masked_lm_head(backbone):
+def _masked_lm_head(backbone, hidden_act=None, layer_norm_eps=None):
+    """The masked-LM head; its activation and epsilon are the backbone's
+    (the original) unless given."""
     config = backbone.bert_config
     return MaskedLMHead(
         backbone.word_embedding,
-        config.hidden_act,
+        config.hidden_act if hidden_act is None else hidden_act,
         config.initializer_range,
-        config.layer_norm_eps,
+        config.layer_norm_eps if layer_norm_eps is None else layer_norm_eps,
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
@@ -183,19 +185,40 @@ class BertMaskedLMPretrainer(_Pretrainer):
 
     Args:
         backbone: `BertBackbone`.
+        masked_lm_hidden_act: str or None. The head's transform activation;
+            None: the backbone's `hidden_act` (the original). keras-hub's
+            `BertMaskedLM` computes exact "gelu" there while its encoder
+            computes the tanh form, so a model read from its preset sets
+            this.
+        masked_lm_layer_norm_eps: float or None. The head's LayerNorm
+            epsilon; None: the backbone's `layer_norm_eps` (the original).
+            keras-hub's `BertMaskedLM` head uses 1e-5.
     """
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, masked_lm_hidden_act=None, masked_lm_layer_norm_eps=None,
+                 **kwargs):
         if isinstance(backbone, dict):
             backbone = keras.layers.deserialize(backbone)
         # === Layers ===
         self.backbone = backbone
-        self.masked_lm_head = _masked_lm_head(backbone)
+        self.masked_lm_head = _masked_lm_head(
+            backbone, masked_lm_hidden_act, masked_lm_layer_norm_eps)
         # === Functional graph ===
         inputs, _, masked_rows = _pretrainer_graph(backbone)
         outputs = {"masked_lm": self.masked_lm_head(masked_rows)}  # (B, P, V)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
+        self.masked_lm_hidden_act = masked_lm_hidden_act
+        self.masked_lm_layer_norm_eps = masked_lm_layer_norm_eps
+
+    def get_config(self):
+        config = super().get_config()
+        # Only when set: a model with the original head saves the config it
+        # always did.
+        for name in ("masked_lm_hidden_act", "masked_lm_layer_norm_eps"):
+            if getattr(self, name) is not None:
+                config[name] = getattr(self, name)
+        return config
 
     def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
         """Compiles with the masked-LM loss and accuracy by default."""

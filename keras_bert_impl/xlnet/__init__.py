@@ -24,6 +24,8 @@ from keras_bert_impl.xlnet.xlnet_config import xlnet_preset
 from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
 from keras_bert_impl.xlnet.xlnet_inputs import multiple_choice_inputs
 from keras_bert_impl.xlnet.xlnet_inputs import text_inputs
+from keras_bert_impl.xlnet.xlnet_keras_hub_preset import load_keras_hub_xlnet_preset
+from keras_bert_impl.xlnet.xlnet_keras_hub_preset import save_keras_hub_xlnet_preset
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
 from keras_bert_impl.xlnet.xlnet_serving import export_xlnet_pretrainer_saved_model
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
