@@ -197,3 +197,47 @@ def test_phase_flags_are_obeyed_or_refused(tmp_path, fields, needle):
         run(PretrainConfig(output_dir=str(out), **fields), explicit=set(fields))
     assert needle in str(e.value)
     assert not out.exists()
+
+
+def test_bert_for_pretraining_heads_equal_transformers(tmp_path):
+    """A random `BertForPreTraining` folder (every weight perturbed;
+    tests/goldens/make_bert_pretraining_parity.py) loads with both heads:
+    masked-LM logits at every position and NSP logits equal transformers'
+    within 1e-4; written back, its tensors are the folder's, so transformers
+    reads ours as it reads its own."""
+    import safetensors.numpy
+
+    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from keras_bert_impl.checkpoints import save_hf_checkpoint
+    from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens",
+                          "bert_pretraining_parity")
+    want = np.load(os.path.join(golden, "outputs.npz"))
+    model = load_hf_checkpoint(golden)
+    assert isinstance(model, BertPretrainer)
+    ids = want["input_word_ids"]
+    out = model({"input_word_ids": ids, "input_type_ids": want["input_type_ids"],
+                 "input_mask": want["input_mask"],
+                 "masked_lm_positions": np.tile(np.arange(ids.shape[1], dtype=np.int32),
+                                                (ids.shape[0], 1))})
+    np.testing.assert_allclose(out["masked_lm"], want["prediction_logits"], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(out["next_sentence"], want["seq_relationship_logits"], rtol=0,
+                               atol=1e-4)
+    save_hf_checkpoint(model, str(tmp_path))
+    mine = safetensors.numpy.load_file(str(tmp_path / "model.safetensors"))
+    theirs = safetensors.numpy.load_file(os.path.join(golden, "model.safetensors"))
+    assert sorted(mine) == sorted(k for k in theirs if k != "cls.predictions.decoder.weight")
+    for key, value in mine.items():
+        np.testing.assert_array_equal(value, theirs[key], err_msg=key)
+    # Continued pretraining from it starts with both heads loaded.
+    from training.continued_pretraining import with_init_checkpoint
+    from training.pretrain import make_recipe
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n" + "".join(f"w{i}\n" for i in range(1, 99)))
+    cfg, init = with_init_checkpoint(PretrainConfig(
+        init_checkpoint=golden, vocab_file=str(vocab), max_seq_length=24), explicit=set())
+    start, _ = make_recipe(cfg, init).build_model(99)
+    for a, b in zip(start.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
