@@ -1,6 +1,7 @@
 """Continued pretraining from released weights (`--init_checkpoint`) and
 checkpoints by Hub name, on the real all-MiniLM-L6-v2 files."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -241,3 +242,38 @@ def test_bert_for_pretraining_heads_equal_transformers(tmp_path):
     start, _ = make_recipe(cfg, init).build_model(99)
     for a, b in zip(start.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("model", ["gpt", "xlnet"])
+def test_gpt_and_xlnet_continue_from_hugging_face_folders(model):
+    """`--model=gpt|xlnet --init_checkpoint=<folder>`: the pretrainer starts
+    with the folder's weights (GPT's tied LM head, XLNet's two streams and
+    `lm_loss.bias`), the size comes from the folder (a typed --preset is
+    refused) and the records' length sets XLNet's memory."""
+    from keras_bert_impl.gpt import load_gpt_checkpoint
+    from keras_bert_impl.xlnet import load_xlnet_pretrainer
+    from training.continued_pretraining import with_init_checkpoint
+    from training.pretrain import make_recipe
+    from training.pretrain import with_model_defaults
+
+    goldens = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
+    folder = os.path.join(goldens, f"{model}_parity")
+    vocab = os.path.join(goldens, "gpt_bpe/vocab.json" if model == "gpt" else
+                         "xlnet_spm/spiece.model")
+    typed = with_model_defaults(PretrainConfig(
+        model=model, init_checkpoint=folder, vocab_file=vocab, max_seq_length=16))
+    cfg, init = with_init_checkpoint(typed, explicit={"vocab_file", "max_seq_length"})
+    built, config = make_recipe(cfg, init).build_model(99)
+    if model == "gpt":
+        reference = load_gpt_checkpoint(folder).get_weights()
+        weights = built.backbone.get_weights()
+    else:
+        assert config.reuse_len == 8  # half of the records' 16 tokens
+        reference = load_xlnet_pretrainer(folder, max_batch_size=cfg.global_batch_size,
+                                          reuse_len=8, mem_len=config.mem_len).get_weights()
+        weights = built.get_weights()
+    for a, b in zip(weights, reference, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(SystemExit, match=f"the size of --model={model} comes from"):
+        with_init_checkpoint(dataclasses.replace(typed, preset="base"),
+                             explicit={"vocab_file", "preset"})

@@ -1,4 +1,5 @@
-"""Continued pretraining: `training.pretrain --init_checkpoint=...` (BERT).
+"""Continued pretraining: `training.pretrain --init_checkpoint=...` (BERT,
+GPT, XLNet).
 
 How SciBERT, BioBERT and Chinese-BERT-wwm were made, and the original
 repository's advice for a domain corpus: start from released weights and
@@ -17,8 +18,14 @@ would choose:
 - the learning rate when none is typed: `CONTINUED_LEARNING_RATE`, the
   original's 2e-5 for pretraining from a checkpoint, not the from-scratch 2e-3.
 
-A checkpoint is a Hugging Face folder, a Google folder or prefix, a `.keras`
-file, or a Hub repository id (`keras_bert_impl.checkpoints.hub_names`).
+A BERT checkpoint is a Hugging Face folder, a Google folder or prefix, a
+`.keras` file, a keras-hub preset folder, or a Hub repository id
+(`keras_bert_impl.checkpoints.hub_names`). GPT's and XLNet's are Hugging
+Face folders (`openai-gpt`, `xlnet-base-cased` layouts) or Hub ids, with
+their vocabularies beside them (vocab.json + merges.txt; spiece.model); GPT's
+LM head is its token table and XLNet's its table plus `lm_loss.bias`
+(loaded when the folder has it). Their size comes from the folder: a typed
+`--preset` or `--config_file` is refused.
 """
 
 import dataclasses
@@ -44,13 +51,15 @@ class InitCheckpoint:
     typed: str
     path: str
     kind: str
-    config: object  # BertConfig
+    config: object  # BertConfig, GptConfig or XLNetConfig
     vocab_file: str | None
     do_lower_case: bool | None
 
 
-def read_init_checkpoint(typed):
+def read_init_checkpoint(typed, model="bert"):
     """The `InitCheckpoint` of a path or Hub name; `SystemExit` naming it if unreadable."""
+    if model != "bert":
+        return _read_hf_family(typed, model)
     from keras_bert_impl.bert_config import BertConfig
     from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_config
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
@@ -73,6 +82,36 @@ def read_init_checkpoint(typed):
         say(f"--init_checkpoint={typed}: the Hub's files in {path}")
     return InitCheckpoint(typed, path, kind, config, find_vocab_file(path) if kind != "keras"
                           else None, _casing(path, kind))
+
+
+# The vocabulary a family's Hugging Face folder keeps beside its weights.
+_VOCAB_FILES = {"gpt": "vocab.json", "xlnet": "spiece.model"}
+
+
+def _read_hf_family(typed, model):
+    """GPT's or XLNet's `InitCheckpoint`: a Hugging Face folder or Hub name."""
+    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+
+    try:
+        path = resolve_checkpoint(typed)
+        if not os.path.isdir(path):
+            raise ValueError(f"{path}: no such folder (--model={model} continues from a Hugging "
+                             "Face folder or a Hub name).")
+        if model == "gpt":
+            from keras_bert_impl.gpt.gpt_checkpoint import read_gpt_config
+
+            config = read_gpt_config(path)
+        else:
+            from keras_bert_impl.xlnet.xlnet_checkpoint import read_xlnet_config
+
+            config = read_xlnet_config(path)
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"--init_checkpoint={typed}: {e}") from None
+    if path != typed:
+        say(f"--init_checkpoint={typed}: the Hub's files in {path}")
+    vocab = os.path.join(path, _VOCAB_FILES[model])
+    return InitCheckpoint(typed, path, "hf", config, vocab if os.path.exists(vocab) else None,
+                          _casing(path, "hf") if model == "xlnet" else None)
 
 
 def _keras_model(path):
@@ -114,25 +153,37 @@ def with_init_checkpoint(cfg, explicit):
     typed flags the checkpoint contradicts are refused, naming both."""
     from tf_records.schema import file_sha256
 
-    if cfg.model != "bert":
-        raise SystemExit(f"--init_checkpoint is BERT's (--model=bert) for now; --model={cfg.model} "
+    if cfg.model not in ("bert", "gpt", "xlnet"):
+        raise SystemExit(f"--init_checkpoint continues BERT, GPT or XLNet; --model={cfg.model} "
                          "pretrains from random weights.")
-    init = read_init_checkpoint(cfg.init_checkpoint)
+    init = read_init_checkpoint(cfg.init_checkpoint, cfg.model)
     config = init.config
     where = f"--init_checkpoint={cfg.init_checkpoint}"
-    _check_size(cfg, explicit, config, where)
-    if cfg.max_seq_length > config.max_position_embeddings:
-        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
-                         f"max_position_embeddings={config.max_position_embeddings}.")
+    if cfg.model == "bert":
+        _check_size(cfg, explicit, config, where)
+        if cfg.max_seq_length > config.max_position_embeddings:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
+                             f"max_position_embeddings={config.max_position_embeddings}.")
+    else:
+        for flag in ("preset", "config_file", "vocab_size"):
+            if flag in explicit:
+                raise SystemExit(f"--{flag}: the size of --model={cfg.model} comes from {where}; "
+                                 f"leave --{flag} out.")
+        if cfg.model == "gpt" and cfg.max_seq_length > config.n_positions:
+            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
+                             f"n_positions={config.n_positions}.")
     changes = {}
     vocab = init.vocab_file
+    if cfg.model == "gpt" and cfg.vocab_file and vocab:
+        _check_merges(cfg.vocab_file, vocab, where)
     if cfg.vocab_file and vocab and file_sha256(cfg.vocab_file) != file_sha256(vocab):
         raise SystemExit(
             f"--vocab_file={cfg.vocab_file} (sha256 {file_sha256(cfg.vocab_file)[:12]}) is not "
             f"{where}'s vocabulary {vocab} (sha256 {file_sha256(vocab)[:12]}): its embeddings "
             "belong to that one. Leave --vocab_file out.")
     if not vocab and not cfg.vocab_file:
-        raise SystemExit(f"{where} has no vocab.txt beside it: pass --vocab_file (the "
+        name = _VOCAB_FILES.get(cfg.model, "vocab.txt")
+        raise SystemExit(f"{where} has no {name} beside it: pass --vocab_file (the "
                          "vocabulary it was trained with).")
     if vocab and not cfg.vocab_file:
         changes["vocab_file"] = vocab
@@ -150,8 +201,22 @@ def with_init_checkpoint(cfg, explicit):
         say(f"--learning_rate: {CONTINUED_LEARNING_RATE:g} for continued pretraining (the "
             f"from-scratch default is {cfg.learning_rate:g}).")
     cfg = dataclasses.replace(cfg, **changes)
-    _check_records(cfg, init, where)
+    if cfg.model == "bert":
+        _check_records(cfg, init, where)  # other families': agree_with_records, by sha256
     return cfg, init
+
+
+def _check_merges(typed_vocab, vocab, where):
+    """GPT: the merges.txt beside a typed vocab.json must be the checkpoint's."""
+    from tf_records.schema import file_sha256
+
+    mine = os.path.join(os.path.dirname(typed_vocab), "merges.txt")
+    theirs = os.path.join(os.path.dirname(vocab), "merges.txt")
+    if os.path.exists(mine) and os.path.exists(theirs) and (
+            file_sha256(mine) != file_sha256(theirs)):
+        raise SystemExit(f"{mine} (sha256 {file_sha256(mine)[:12]}) is not {where}'s merges "
+                         f"{theirs} (sha256 {file_sha256(theirs)[:12]}): every word would split "
+                         "into other pieces. Leave --vocab_file out.")
 
 
 def _check_size(cfg, explicit, config, where):

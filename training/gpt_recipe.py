@@ -24,14 +24,15 @@ MERGES_FILE = "merges.txt"
 class GptRecipe:
     name = "GPT"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, init=None):
+        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "GPT has none.")
         from keras_bert_impl.gpt import GPT_PRESETS
 
         preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
-        if not cfg.config_file and preset not in GPT_PRESETS:
+        if not init and not cfg.config_file and preset not in GPT_PRESETS:
             raise SystemExit(f"--preset={cfg.preset!r} is not a GPT size: "
                              f"{', '.join(sorted(GPT_PRESETS))} (or tiny, mini).")
         if cfg.vocab_file and not os.path.exists(_merges_beside(cfg.vocab_file)):
@@ -39,7 +40,7 @@ class GptRecipe:
                              f"{MERGES_FILE} beside it; {_merges_beside(cfg.vocab_file)} is "
                              "missing.")
         self.cfg = cfg
-        self.preset = preset
+        self.preset = init.typed if init else preset
         config = self._config()  # the size, read and checked before anything is written
         if cfg.max_seq_length > config.n_positions:
             raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
@@ -51,6 +52,8 @@ class GptRecipe:
         from keras_bert_impl.gpt import gpt_preset
 
         cfg = self.cfg
+        if self.init:
+            return self.init.config
         try:
             return (GptConfig.from_json_file(cfg.config_file) if cfg.config_file
                     else gpt_preset(self.preset))
@@ -118,8 +121,18 @@ class GptRecipe:
         from keras_bert_impl.gpt import GptCausalLM
 
         cfg = self.cfg
-        config = self._config().replace(vocab_size=vocab_size)
         dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+        if self.init:
+            from keras_bert_impl.gpt import load_gpt_checkpoint
+
+            config = self.init.config
+            if vocab_size > config.vocab_size:
+                raise SystemExit(f"The records' vocabulary has {vocab_size} ids; "
+                                 f"--init_checkpoint={self.init.typed} embeds {config.vocab_size}.")
+            backbone = load_gpt_checkpoint(self.init.path, dtype=dtype)
+            say(f"From {self.init.typed}: GPT loaded (its LM head is the token table)")
+            return GptCausalLM(backbone), config
+        config = self._config().replace(vocab_size=vocab_size)
         return GptCausalLM(GptBackbone.from_config_object(config, dtype=dtype)), config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
@@ -172,6 +185,12 @@ class GptRecipe:
         if vocab_file:  # beside the model, where `training.finetune --model=gpt` looks
             copy_atomic(vocab_file, os.path.join(export_dir, "vocab.json"))
             copy_atomic(_merges_beside(vocab_file), os.path.join(export_dir, MERGES_FILE))
+        if self.init:  # also in the layout it came in
+            from keras_bert_impl.gpt.gpt_checkpoint import save_gpt_checkpoint
+
+            hf = os.path.join(export_dir, "hf")
+            save_gpt_checkpoint(model.backbone, hf, [vocab_file, _merges_beside(vocab_file)])
+            path = f"{path}; Hugging Face folder -> {hf}"
         if not self.cfg.saved_model:
             return f"Keras model -> {path}"
         saved = os.path.join(export_dir, "saved_model")

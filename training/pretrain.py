@@ -278,7 +278,7 @@ def make_recipe(cfg, init=None):
     if cfg.model == "gpt":
         from training.gpt_recipe import GptRecipe
 
-        return GptRecipe(cfg)
+        return GptRecipe(cfg, init)
     if cfg.model == "elmo":
         from training.elmo_recipe import ElmoRecipe
 
@@ -286,7 +286,7 @@ def make_recipe(cfg, init=None):
     if cfg.model == "xlnet":
         from training.xlnet_recipe import XLNetRecipe
 
-        return XLNetRecipe(cfg)
+        return XLNetRecipe(cfg, init)
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
 
 
@@ -508,7 +508,9 @@ def run(cfg, explicit=None):
             verify_records(source)
         phase2 = (phase2_recipe, phase2_train)
     at_start = None
-    if init and heldout_source and chief:  # the checkpoint's held-out loss, to beat
+    # The checkpoint's held-out loss, to beat (not XLNet's: an evaluation
+    # would run its carried memory through the held-out streams first).
+    if init and heldout_source and chief and cfg.model != "xlnet":
         from training.continued_pretraining import start_evaluation
 
         def at_start(model, model_config):

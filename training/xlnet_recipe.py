@@ -109,7 +109,8 @@ def _preset_config(name):
 class XLNetRecipe:
     name = "XLNet"
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, init=None):
+        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "XLNet has none.")
@@ -117,13 +118,14 @@ class XLNetRecipe:
         from keras_bert_impl.xlnet import XLNetConfig
 
         preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
-        if not cfg.config_file and preset not in (*XLNET_PRESETS, "xlnet_tiny"):
+        if not init and not cfg.config_file and preset not in (*XLNET_PRESETS, "xlnet_tiny"):
             raise SystemExit(f"--preset={cfg.preset!r} is not an XLNet size: "
                              f"{', '.join(sorted((*XLNET_PRESETS, 'xlnet_tiny')))} "
                              f"(or {', '.join(_SAME_SIZE)}).")
         try:
-            config = (XLNetConfig.from_json_file(cfg.config_file) if cfg.config_file
-                      else _preset_config(preset))
+            config = init.config if init else (
+                XLNetConfig.from_json_file(cfg.config_file) if cfg.config_file
+                else _preset_config(preset))
         except (ValueError, OSError) as e:
             raise SystemExit(f"--config_file={cfg.config_file}: {e}") from None
         if cfg.strategy == "tpu":
@@ -144,7 +146,7 @@ class XLNetRecipe:
             except ValueError as e:
                 raise SystemExit(f"--vocab_file: {e}") from None
         self.cfg = cfg
-        self.preset = preset
+        self.preset = init.typed if init else preset
         self.config = config
         self.schema = self._schema(config)
 
@@ -314,6 +316,19 @@ class XLNetRecipe:
             raise ValueError("bi_data=True needs one replica: the records put the forward and "
                              "backward rows of one replica's batch side by side.")
         dtype = "mixed_bfloat16" if self.cfg.mixed_precision else None
+        if self.init:
+            from keras_bert_impl.xlnet import load_xlnet_pretrainer
+
+            if vocab_size > self.config.vocab_size:
+                raise SystemExit(f"The records' vocabulary has {vocab_size} ids; --init_checkpoint="
+                                 f"{self.init.typed} embeds {self.config.vocab_size}.")
+            config = config.replace(vocab_size=self.config.vocab_size)
+            pretrainer = load_xlnet_pretrainer(
+                self.init.path, max_batch_size=self.cfg.global_batch_size, dtype=dtype,
+                reuse_len=config.reuse_len, mem_len=config.mem_len)
+            say(f"From {self.init.typed}: XLNet loaded (reuse_len {config.reuse_len}, mem_len "
+                f"{config.mem_len} from the records)")
+            return pretrainer, config
         backbone = XLNetBackbone.from_config_object(config, two_stream=True, dtype=dtype)
         # Memory rows for the whole batch in every replica (a replica uses
         # its first B / R): the same shape inside and outside a strategy,
