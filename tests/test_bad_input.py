@@ -260,6 +260,17 @@ def case_writer_num_workers_zero(a, out):
     return _create(a, out, "--num_workers=0")
 
 
+@case(1, lambda a, out: ["--chinese_word_segmenter=jieba", "--do_whole_word_mask"], "usable",
+      _create_fixed)
+def case_writer_chinese_word_segmenter_without_whole_word_masking(a, out):
+    return _create(a, out, "--chinese_word_segmenter=jieba")
+
+
+@case(1, lambda a, out: ["--chinese_word_segmenter=jieba", "--unmasked"], "usable", _create_fixed)
+def case_writer_chinese_word_segmenter_with_unmasked_records(a, out):
+    return _create(a, out, "--do_whole_word_mask", "--chinese_word_segmenter=jieba", "--unmasked")
+
+
 @case(1, lambda a, out: ["max_seq_length", "3"], "usable", _create_fixed)
 def case_writer_max_seq_length_too_short(a, out):
     return _create(a, out, "--max_seq_length=3")

@@ -1,5 +1,5 @@
 """pip packaging (pyproject.toml): the wheel holds the four packages, pins
-requirements.txt, has the `[beam]` and `[test]` extras and the `kbi-*`
+requirements.txt, has the `[beam]`, `[chinese]` and `[test]` extras and the `kbi-*`
 commands, and works installed in a fresh virtualenv outside the checkout.
 
 No network: the new virtualenvs see the project virtualenv's packages
@@ -97,6 +97,7 @@ def test_wheel_metadata_pins_the_requirements(wheel):
     # numpy's range is written back with its bounds in another order.
     assert runtime == sorted(p.replace(">=1.26,<3", "<3,>=1.26") for p in _pins("requirements.txt"))
     assert 'apache-beam==2.77.0; extra == "beam"' in requires
+    assert 'jieba==0.42.1; extra == "chinese"' in requires
     assert sorted(r.removesuffix('; extra == "test"') for r in requires
                   if r.endswith('extra == "test"')) == sorted(_pins("requirements-test.txt"))
     for command in COMMANDS:

@@ -69,6 +69,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from tf_records.chinese_words import check_segmenter
 from tf_records.instances import InstanceConfig
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import file_sha256
@@ -130,6 +131,8 @@ def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writ
             raise ValueError(f"Input file {path} does not exist.")
     with FileSystems.open(vocab_file, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         vocab_bytes = f.read()
+    if instance_config.chinese_word_segmenter:  # here too (the workers need it), before writing
+        check_segmenter(instance_config.chinese_word_segmenter)
     _clear_output(output_dir)
     if not isinstance(pipeline_options, PipelineOptions):
         pipeline_options = PipelineOptions(pipeline_options or [])

@@ -5,7 +5,9 @@
         --num_workers=2
 
 Flags and defaults are the original script's, plus the documented fixes
-(--exact_nsp, --random_token_excludes_special) and blocking/parallelism.
+(--exact_nsp, --random_token_excludes_special), blocking/parallelism, and
+Chinese whole-word masking (--do_whole_word_mask --chinese_word_segmenter=jieba,
+docs/chinese.md).
 """
 
 
@@ -27,6 +29,10 @@ def define_flags(flag_values=FLAGS):
            required=True)
     define(flags.DEFINE_bool, "do_lower_case", True, "Lowercase (uncased models).")
     define(flags.DEFINE_bool, "do_whole_word_mask", False, "Mask every piece of a chosen word.")
+    define(flags.DEFINE_string, "chinese_word_segmenter", "",
+           "With --do_whole_word_mask: 'jieba' segments Chinese text into words and masks "
+           "all characters of a word together (Chinese-BERT-wwm); the tokens stay characters. "
+           "Needs jieba (pip install keras_bert_impl[chinese]). Empty: words from '##' only.")
     define(flags.DEFINE_integer, "max_seq_length", 128, "Maximum sequence length.")
     define(flags.DEFINE_integer, "max_predictions_per_seq", 20,
            "Maximum masked positions per sequence.")
@@ -92,6 +98,7 @@ def run(values, progress=None):
 def check_flags(values):
     """-> (input files, InstanceConfig, WriterConfig); `SystemExit` naming
     the first flag at fault. Writes nothing."""
+    from tf_records.chinese_words import check_segmenter
     from tf_records.input_files import check_output_folder
     from tf_records.input_files import check_text_files
     from tf_records.input_files import match_files
@@ -103,6 +110,12 @@ def check_flags(values):
         instance_config, writer_config = _configs(values)
     except ValueError as e:
         raise SystemExit(f"Bad flag value: {e}") from None
+    if instance_config.chinese_word_segmenter:
+        try:
+            check_segmenter(instance_config.chinese_word_segmenter)
+        except ImportError as e:
+            raise SystemExit(
+                f"--chinese_word_segmenter={instance_config.chinese_word_segmenter}: {e}") from None
     try:
         check_text_files(files, "--input_file")  # readable, and some text in them
     except ValueError as e:
@@ -131,6 +144,7 @@ def _configs(values=FLAGS):
             unmasked=values.unmasked,
             original_rng=values.original_rng,
             input_format=values.input_format,
+            chinese_word_segmenter=values.chinese_word_segmenter,
         ),
         WriterConfig(
             dupe_factor=values.dupe_factor,

@@ -14,12 +14,18 @@ The semantics of google-research/bert `create_pretraining_data.py`
   original.
 
 Everything works on ids: `is_subword[id]` says whether a token starts with
-"##" (for whole-word masking).
+"##" (for whole-word masking). With a Chinese word segmenter
+(`chinese_word_segmenter`), a token that continues a segmented word comes
+as `id + vocab_size` (`chinese_words.py`) and joins its word as a "##"
+piece does.
 """
 
 import dataclasses
 import itertools
 import random
+
+from tf_records.chinese_words import SEGMENTERS
+from tf_records.chinese_words import split_marks
 
 # What one row holds: BERT's segment pair with an NSP label, or RoBERTa's
 # rows of whole sentences without NSP (`sentence_packing.py`).
@@ -48,6 +54,10 @@ class InstanceConfig:
     # unmasked and the writer masks a whole block at once (`masking.py`).
     original_rng: bool = False
     input_format: str = SEGMENT_PAIR  # one of INPUT_FORMATS
+    # "" (words from "##" pieces only) or one of `chinese_words.SEGMENTERS`:
+    # whole-word masking also takes the characters of a segmented Chinese
+    # word together (Chinese-BERT-wwm), the tokens staying characters.
+    chinese_word_segmenter: str = ""
 
     def __post_init__(self):
         if self.input_format not in INPUT_FORMATS:
@@ -63,6 +73,23 @@ class InstanceConfig:
         if self.max_predictions_per_seq < 1:
             raise ValueError(
                 f"`max_predictions_per_seq` must be >= 1. Received: {self.max_predictions_per_seq}.")
+        segmenter = self.chinese_word_segmenter
+        if segmenter and segmenter not in SEGMENTERS:
+            raise ValueError(f"`chinese_word_segmenter` must be one of {', '.join(SEGMENTERS)}, or "
+                             f"empty for none. Received: {segmenter!r}.")
+        if segmenter and not self.do_whole_word_mask:
+            # Its words only say which tokens are masked together: without
+            # whole-word masking it would change nothing, silently.
+            raise ValueError(
+                f"--chinese_word_segmenter={segmenter} needs --do_whole_word_mask "
+                f"(`chinese_word_segmenter={segmenter!r}` with `do_whole_word_mask=False`): the "
+                "segmented words only decide which tokens whole-word masking masks together.")
+        if segmenter and self.unmasked:
+            # The reader's dynamic masking sees ids only, not the words.
+            raise ValueError(
+                f"--chinese_word_segmenter={segmenter} cannot be used with --unmasked: unmasked "
+                "records are masked by the reader (dynamic masking), one token at a time, "
+                "without the segmented words. Leave --unmasked out.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,10 +189,22 @@ def create_masked_lm_predictions(token_ids, config, vocab, rng):
     """Masks ~`masked_lm_prob` of the tokens, never [CLS] or [SEP].
 
     Returns `(output_ids, positions, label_ids)`, positions ascending.
+    With `config.chinese_word_segmenter`, `token_ids` may hold marked ids
+    (`chinese_words.py`); the output holds plain ids.
     """
     candidates = []
     cls_id, sep_id = vocab.cls_id, vocab.sep_id
-    if config.do_whole_word_mask:
+    if config.chinese_word_segmenter:
+        token_ids, continues = split_marks(list(token_ids), vocab.vocab_size)
+        for i, token in enumerate(token_ids):
+            if token == cls_id or token == sep_id:
+                continue
+            # A segmented word's later character joins it as a "##" piece does.
+            if candidates and (vocab.is_subword[token] or continues[i]):
+                candidates[-1].append(i)
+            else:
+                candidates.append([i])
+    elif config.do_whole_word_mask:
         for i, token in enumerate(token_ids):
             if token == cls_id or token == sep_id:
                 continue

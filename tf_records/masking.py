@@ -8,7 +8,9 @@ word is taken if it fits the remaining budget (so with whole-word masking a
 long word that would overshoot is skipped, as the original); each taken
 token becomes [MASK] with probability 0.8, else stays with 0.5, else a
 random id. Whole-word grouping also follows the original: a "##" piece joins
-the previous candidate word, even across [SEP].
+the previous candidate word, even across [SEP]; so does a token flagged in
+`word_continues` (a segmented Chinese word's later character,
+`chinese_words.py`).
 
 Only the random stream differs: one numpy generator for the block instead
 of per-token `random.Random` draws, which is what makes it ~10x faster than
@@ -54,7 +56,7 @@ def pack_predictions(instances, max_predictions_per_seq):
     return positions, label_ids, valid.astype(np.float32)
 
 
-def mask_block(input_ids, input_mask, config, vocab, rng):
+def mask_block(input_ids, input_mask, config, vocab, rng, word_continues=None):
     """Masks unmasked `(N, S)` ids; returns `(masked_ids, positions, label_ids, weights)`.
 
     Args:
@@ -63,6 +65,9 @@ def mask_block(input_ids, input_mask, config, vocab, rng):
             do_whole_word_mask, random_token_excludes_special).
         vocab: `VocabInfo`.
         rng: `np.random.Generator`.
+        word_continues: optional bool `(N, S)`, whole-word masking only:
+            True where a token continues the word before it although it is
+            no "##" piece (Chinese words, `chinese_words.split_marks`).
     """
     n, s = input_ids.shape
     p = config.max_predictions_per_seq
@@ -71,8 +76,12 @@ def mask_block(input_ids, input_mask, config, vocab, rng):
     candidate = real & (input_ids != vocab.cls_id) & (input_ids != vocab.sep_id)
     # np.round is half-to-even, as Python's round.
     budget = np.minimum(p, np.maximum(1, np.round(real.sum(axis=1) * config.masked_lm_prob)))
+    if word_continues is not None and not config.do_whole_word_mask:
+        raise ValueError("`word_continues` groups tokens into words: it needs "
+                         "`do_whole_word_mask=True`.")
     if config.do_whole_word_mask:
-        positions = _whole_word_positions(input_ids, candidate, budget, vocab, rng)  # (N, <=k)
+        positions = _whole_word_positions(
+            input_ids, candidate, budget, vocab, rng, word_continues)  # (N, <=k)
     else:
         # One-token words: the first `budget` candidates of a random order.
         keys = np.where(candidate, rng.random((n, s)), 2.0)
@@ -105,12 +114,15 @@ def mask_block(input_ids, input_mask, config, vocab, rng):
             np.pad(label_ids, pad).astype(np.int32), np.pad(valid, pad).astype(np.float32))
 
 
-def _whole_word_positions(input_ids, candidate, budget, vocab, rng):
+def _whole_word_positions(input_ids, candidate, budget, vocab, rng, word_continues=None):
     """Whole-word choice: `(N, min(P, S))` ascending positions, `S` = none."""
     n, s = input_ids.shape
     is_subword = np.asarray(vocab.is_subword, bool)
     first = candidate & (np.cumsum(candidate, axis=1) == 1)
-    starts = candidate & (~is_subword[input_ids] | first)
+    joins = is_subword[input_ids]  # (N, S) joins the candidate word before it
+    if word_continues is not None:
+        joins = joins | word_continues
+    starts = candidate & (~joins | first)
     word = np.cumsum(starts, axis=1) - 1  # (N, S) word index of each candidate
     num_words = starts.sum(axis=1)
     w = max(int(num_words.max()) if n else 0, 1)

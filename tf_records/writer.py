@@ -31,6 +31,11 @@ import zlib
 
 import numpy as np
 
+from tf_records.chinese_words import check_segmenter
+from tf_records.chinese_words import load_segmenter
+from tf_records.chinese_words import mark_line
+from tf_records.chinese_words import segmenter_version
+from tf_records.chinese_words import split_marks
 from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.instances import SEGMENT_PAIR
@@ -182,9 +187,14 @@ def block_records(index, block, vocab_file, instance_config, writer_config, long
                               _vocab_facts(tokenizer.vocab))
     tokenizer, vocab_info, vocab_facts = _WORKER_STATE[key]
     lines = [line for document in block for line in document]
-    # The Python tokenizer: its ids are the graph tokenizer's (tests/test_graph_tokenizer.py)
-    # and it needs no TensorFlow.
-    ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+    segmenter = instance_config.chinese_word_segmenter
+    if segmenter:  # the words' later characters as marked ids (chinese_words.py), to the masking
+        segment = load_segmenter(segmenter)
+        ids = [mark_line(tokenizer, line, segment, vocab_info.vocab_size) for line in lines]
+    else:
+        # The Python tokenizer: its ids are the graph tokenizer's (tests/test_graph_tokenizer.py)
+        # and it needs no TensorFlow.
+        ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
     documents, cursor = [], 0
     longest = instance_config.max_seq_length - 3  # [CLS] A [SEP] B [SEP]
     for d, document in enumerate(block):
@@ -204,13 +214,16 @@ def block_records(index, block, vocab_file, instance_config, writer_config, long
     instances = make(documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
     input_ids, input_mask, segment_ids, next_labels = pack_instances(
         instances, instance_config.max_seq_length)
+    word_continues = None
+    if segmenter:  # no marked id reaches a record
+        input_ids, word_continues = split_marks(input_ids, vocab_info.vocab_size)
     if instance_config.unmasked or instance_config.original_rng:
         positions, label_ids, weights = pack_predictions(
             instances, instance_config.max_predictions_per_seq)
     else:
         input_ids, positions, label_ids, weights = mask_block(
             input_ids, input_mask, instance_config, vocab_info,
-            np.random.default_rng([writer_config.random_seed, index]))
+            np.random.default_rng([writer_config.random_seed, index]), word_continues)
     records = list(encode_examples(input_ids, input_mask, segment_ids, positions,
                                    label_ids, weights, next_labels))
     return records, vocab_facts
@@ -291,6 +304,8 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
         if not os.path.isfile(path):
             raise ValueError(f"Input file {path} does not exist.")
     check_vocab_file(vocab_file)
+    if instance_config.chinese_word_segmenter:  # a missing jieba is named before any writing
+        check_segmenter(instance_config.chinese_word_segmenter)
     blocks = _blocks(list(input_files), writer_config.documents_per_block)
     # Reads up to the first block: a file that cannot be read from its start
     # (a broken .gz, bytes that are not UTF-8) is named before the folder is
@@ -339,6 +354,7 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
 def build_manifest(instance_config, writer_config, vocab_sha256, vocab_facts, shards):
     """The manifest of `shards` (dicts with file, records, sha256; in order),
     as both the local writer and the Beam pipeline write it."""
+    segmenter = instance_config.chinese_word_segmenter
     return {
         "version": MANIFEST_VERSION,
         "schema": dataclasses.asdict(RecordSchema(
@@ -347,6 +363,8 @@ def build_manifest(instance_config, writer_config, vocab_sha256, vocab_facts, sh
         **vocab_facts,
         "do_lower_case": writer_config.do_lower_case,
         "instance_config": dataclasses.asdict(instance_config),
+        # Another segmenter version (its dictionary) may find other words.
+        **({"chinese_word_segmenter_version": segmenter_version(segmenter)} if segmenter else {}),
         # The number of workers changes no record: it is not part of what the data is.
         "writer_config": {k: v for k, v in dataclasses.asdict(writer_config).items()
                           if k != "num_workers"},

@@ -97,7 +97,8 @@ class BertRecipe:
         instance_config = InstanceConfig(
             max_seq_length=cfg.max_seq_length,
             max_predictions_per_seq=cfg.max_predictions_per_seq,
-            do_whole_word_mask=cfg.do_whole_word_mask, input_format=cfg.input_format)
+            do_whole_word_mask=cfg.do_whole_word_mask, input_format=cfg.input_format,
+            chinese_word_segmenter=cfg.chinese_word_segmenter)
         sources = {}
         for side, files, dupe in (("train", train_files, cfg.dupe_factor),
                                   ("heldout", heldout_files, 1)):

@@ -56,6 +56,7 @@ class PretrainConfig:
     max_predictions_per_seq: int = 20
     dupe_factor: int = 5
     do_whole_word_mask: bool = False
+    chinese_word_segmenter: str = ""
     input_format: str = "segment_pair"
     global_batch_size: int = 32
     shuffle_buffer: int = 10_000
@@ -130,6 +131,11 @@ HELP = {
     "dupe_factor": "Passes over the text when writing TFRecords, each with new masks (XLNet: "
                    "the original's num_passes).",
     "do_whole_word_mask": "Mask whole words.",
+    "chinese_word_segmenter": "With --do_whole_word_mask on Chinese text: jieba finds the "
+                              "words whose characters are masked together (Chinese-BERT-wwm); "
+                              "the records keep one token per character. Needs "
+                              "`pip install keras_bert_impl[chinese]`. Empty: characters are "
+                              "words.",
     "input_format": "BERT's records: segment_pair (A [SEP] B, NSP labels: the paper's), or "
                     "RoBERTa's rows of whole sentences without NSP (its loss is then MLM only): "
                     "full_sentences (crossing documents after an extra [SEP]) or doc_sentences "

@@ -64,6 +64,17 @@ def check_flags(cfg):
                          f"{cfg.input} is TFRecords. Give the text, or run phase 2 as continued "
                          "pretraining (--init_checkpoint=<phase 1>/export/pretrainer.keras) on "
                          "records of its length.")
+    if cfg.chinese_word_segmenter:
+        if cfg.model != "bert" or not cfg.do_whole_word_mask:
+            raise SystemExit(f"--chinese_word_segmenter={cfg.chinese_word_segmenter} groups the "
+                             "characters BERT's --do_whole_word_mask masks together: give "
+                             "--model=bert --do_whole_word_mask.")
+        from tf_records.chinese_words import check_segmenter
+
+        try:
+            check_segmenter(cfg.chinese_word_segmenter)
+        except (ImportError, ValueError) as e:
+            raise SystemExit(f"--chinese_word_segmenter: {e}") from None
     if not cfg.learning_rate > 0:
         raise SystemExit(f"--learning_rate={cfg.learning_rate}: must be > 0.")
     if cfg.batch_slices > cfg.global_batch_size:
@@ -151,6 +162,7 @@ def agree_with_records(cfg, defaults, explicit=None):
     # How BERT's records were made: a typed flag the written records cannot obey is refused.
     for section, flag in (("instance_config", "input_format"),
                           ("instance_config", "do_whole_word_mask"),
+                          ("instance_config", "chinese_word_segmenter"),
                           ("writer_config", "dupe_factor")):
         if flag in manifest.get(section, {}):
             pairs.append((flag, manifest[section][flag], flag))
