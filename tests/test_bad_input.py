@@ -374,14 +374,31 @@ def _stale_shards(a, out):
     write_text(os.path.join(out, ".tmp-shard-00007.tfrecord"), "half")
 
 
-@case(0, lambda a, out: ["Removed 7 shards of an earlier run"], "usable", _create_fixed,
-      prepare=_stale_shards)
-def case_writer_rewrite_over_a_larger_earlier_run(a, out):
-    got = _create(a, out)
+def _overwritten(a, out):
+    """`--overwrite` replaces the folder whole: only the new run's files."""
+    got = _create(a, out, "--overwrite")
     manifest = json.load(open(os.path.join(out, "manifest.json"), encoding="utf-8"))
     assert len(manifest["shards"]) == 1
     assert sorted(os.listdir(out)) == ["manifest.json", "shard-00000.tfrecord"]
     return got
+
+
+@case(1, lambda a, out: ["holds shards without a manifest", "--overwrite"], "unchanged",
+      prepare=_stale_shards)
+def case_writer_rewrite_over_a_larger_earlier_run(a, out):
+    return _create(a, out)
+
+
+@case(0, lambda a, out: [], "usable", _create_fixed, prepare=_stale_shards)
+def case_writer_overwrite_over_a_larger_earlier_run(a, out):
+    return _overwritten(a, out)
+
+
+@case(1, lambda a, out: ["holds GPT's LM records (create_lm_data); this writer writes BERT's",
+                         "--overwrite"], "unchanged",
+      prepare=lambda a, out: _lm(a, out))
+def case_writer_over_gpt_records(a, out):
+    return _create(a, out)
 
 
 @case(1, lambda a, out: ["--input_file", "'" + a.path("corpus_folder") + "'", "a folder"])
@@ -441,11 +458,11 @@ def case_lm_more_shards_than_windows(a, out):
     return _lm(a, out, "--num_shards=50")
 
 
-@case(0, lambda a, out: ["Removed 5 shards of an earlier run"], "usable", _lm_fixed,
+@case(0, lambda a, out: [], "usable", _lm_fixed,
       prepare=lambda a, out: [write_text(os.path.join(out, f"shard-{i:05d}.tfrecord"), "old")
                               for i in range(5)])
-def case_lm_rewrite_over_a_larger_earlier_run(a, out):
-    got = _lm(a, out)
+def case_lm_overwrite_over_a_larger_earlier_run(a, out):
+    got = _lm(a, out, "--overwrite")
     assert sorted(os.listdir(out)) == ["manifest.json", "shard-00000.tfrecord",
                                        "shard-00001.tfrecord"]
     return got

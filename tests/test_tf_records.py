@@ -448,9 +448,11 @@ def test_cli_checks_every_glob_and_flag_before_writing(corpus, tmp_path):
 
 def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
     """SIGKILL halfway through writing the second shard (no `finally` runs,
-    as under the OOM killer): the first shard is whole, the second exists
-    only under its temporary name, there is no manifest; the same command
-    then writes the complete folder. The kill comes from inside the writer
+    as under the OOM killer): the output folder was never made (the writer
+    writes beside it, `records_folder.py`); in its temporary folder the
+    first shard is whole, the second exists only under its temporary name,
+    there is no manifest; the same command removes that folder and writes
+    the complete one. The kill comes from inside the writer
     at a fixed record, so the test does not race the writer for the moment."""
     corpus = _corpus(tmp_path / "big.txt", documents=3000, seed=1)
     out = tmp_path / "out"
@@ -478,12 +480,15 @@ def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     killed = run_python(["-c", script], ROOT, env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    names = sorted(os.listdir(out))
+    assert not out.exists()
+    (work,) = [tmp_path / n for n in os.listdir(tmp_path) if n.startswith(".out.tmp-")]
+    names = sorted(os.listdir(work))
     assert names == [
         ".tmp-shard-00001.tfrecord", "shard-00000.tfrecord"], names  # no manifest
-    assert sum(1 for _ in tf.data.TFRecordDataset(str(out / "shard-00000.tfrecord"))) > 0
+    assert sum(1 for _ in tf.data.TFRecordDataset(str(work / "shard-00000.tfrecord"))) > 0
     result = run_python(["-m", "tf_records.create_pretraining_data", *args], ROOT, env)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert not work.exists()
     manifest = read_manifest(str(out))
     verify_shards(manifest)
     assert len(manifest["shards"]) == 10

@@ -684,12 +684,14 @@ def test_writer_deterministic_manifest_and_atomic(written, documents, vocab_file
     assert other["shards"][0]["sha256"] != manifest["shards"][0]["sha256"]
 
 
-def test_interrupted_write_leaves_no_manifest_or_temp(documents, vocab_file, tmp_path,
+def test_interrupted_write_leaves_the_old_records(documents, vocab_file, tmp_path,
                                                       monkeypatch):
     import tf_records.xlnet_writer as xlnet_writer
 
-    write_xlnet_records(documents, str(tmp_path), SCHEMA, V, is_start_piece, [vocab_file],
+    out = tmp_path / "records"
+    write_xlnet_records(documents, str(out), SCHEMA, V, is_start_piece, [vocab_file],
                         eod_id=EOD, batches_per_shard=5, progress=False)
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
     calls = []
 
     def failing(block):
@@ -700,11 +702,11 @@ def test_interrupted_write_leaves_no_manifest_or_temp(documents, vocab_file, tmp
 
     monkeypatch.setattr(xlnet_writer, "encode_xlnet_examples", failing)
     with pytest.raises(KeyboardInterrupt):
-        write_xlnet_records(documents, str(tmp_path), SCHEMA, V, is_start_piece, [vocab_file],
+        write_xlnet_records(documents, str(out), SCHEMA, V, is_start_piece, [vocab_file],
                             eod_id=EOD, batches_per_shard=5, progress=False)
-    names = os.listdir(tmp_path)
-    assert "manifest.json" not in names  # the old one no longer describes the folder
-    assert not [n for n in names if n.startswith(".tmp-")]
+    # The old records stand whole (the rewrite went to a folder beside them).
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    assert sorted(os.listdir(tmp_path)) == [".records.lock", "records"]
 
 
 def test_writer_bad_input(vocab_file, tmp_path):

@@ -105,7 +105,7 @@ def expand_input_patterns(patterns):
 
 
 def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writer_config=None,
-                 pipeline_options=None):
+                 pipeline_options=None, overwrite=False):
     """Runs the pipeline to the end; returns the manifest it wrote.
 
     Args:
@@ -118,6 +118,11 @@ def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writ
             `num_workers` is not used (the runner's options set workers).
         pipeline_options: `PipelineOptions`, or a list of Beam's
             command-line options. Default: DirectRunner in this process.
+        overwrite: bool. Replace records of another kind or settings. A
+            local `output_dir` is written as the local writer writes it
+            (`records_folder.records_transaction`: locked, written beside
+            and swapped in whole); a remote one (gs://...) in place, after
+            refusing another kind's records.
 
     Returns:
         dict: the manifest, equal to the local writer's for the same input.
@@ -133,9 +138,39 @@ def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writ
         vocab_bytes = f.read()
     if instance_config.chinese_word_segmenter:  # here too (the workers need it), before writing
         check_segmenter(instance_config.chinese_word_segmenter)
-    _clear_output(output_dir)
     if not isinstance(pipeline_options, PipelineOptions):
         pipeline_options = PipelineOptions(pipeline_options or [])
+    if "://" not in output_dir:
+        from tf_records.records_folder import records_transaction
+
+        with records_transaction(output_dir, "bert", overwrite) as work:
+            return _write(input_files, vocab_bytes, work, instance_config, writer_config,
+                          pipeline_options)
+    _refuse_another_kind(output_dir, overwrite)
+    _clear_output(output_dir)
+    return _write(input_files, vocab_bytes, output_dir, instance_config, writer_config,
+                  pipeline_options)
+
+
+def _refuse_another_kind(output_dir, overwrite):
+    """A remote folder holding another kind's records is refused unless `overwrite`."""
+    import json
+
+    from tf_records.records_folder import WRITERS
+    from tf_records.records_folder import RefusedFolder
+
+    path = FileSystems.join(output_dir, MANIFEST_FILE)
+    if overwrite or not FileSystems.exists(path):
+        return
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        kind = json.loads(f.read().decode("utf-8")).get("schema", {}).get("kind", "bert")
+    if kind != "bert":
+        raise RefusedFolder(f"{output_dir} holds {WRITERS.get(kind, kind)}; this pipeline "
+                            f"writes {WRITERS['bert']}. Give --overwrite to replace them.")
+
+
+def _write(input_files, vocab_bytes, output_dir, instance_config, writer_config,
+           pipeline_options):
     with beam.Pipeline(options=pipeline_options) as pipeline:
         shards = _build(pipeline, input_files, vocab_bytes, output_dir, instance_config,
                         writer_config)
@@ -316,8 +351,12 @@ def main(argv):
     options = PipelineOptions(beam_args)
     print(f"{len(files)} input files, runner {options.get_all_options()['runner'] or 'DirectRunner'}, "
           f"{instance_config}, {writer_config}")
-    manifest = run_pipeline(files, flags_values.vocab_file, flags_values.output_dir,
-                            instance_config, writer_config, options)
+    try:
+        manifest = run_pipeline(files, flags_values.vocab_file, flags_values.output_dir,
+                                instance_config, writer_config, options,
+                                overwrite=flags_values.overwrite)
+    except ValueError as e:  # RefusedFolder: the folder named, nothing written
+        raise SystemExit(f"Bad input: {e}") from None
     records = sum(s["records"] for s in manifest["shards"])
     print(f"Wrote {records} instances in {len(manifest['shards'])} shards to "
           f"{flags_values.output_dir}")

@@ -34,6 +34,8 @@ def define_flags(flag_values=FLAGS):
            "Words of a learned vocabulary (specials included).")
     define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
            required=True)
+    define(flags.DEFINE_bool, "overwrite", False,
+           "Replace records of another kind or settings in --output_dir (never other files).")
     define(flags.DEFINE_integer, "batch_size", 128,
            "Streams (bilm-tf: 128 per GPU); the training batch.")
     define(flags.DEFINE_integer, "unroll_steps", 20, "Tokens per window (bilm-tf: 20).")
@@ -80,7 +82,7 @@ def run(values, progress=None):
         manifest = write_elmo_data(
             files, vocab_file, values.output_dir, values.batch_size, values.unroll_steps,
             shuffle_seed=None if values.shuffle_seed < 0 else values.shuffle_seed,
-            progress=progress)
+            progress=progress, overwrite=values.overwrite)
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None
     print(f"Wrote {manifest['batches']} batches of {values.batch_size} streams x "

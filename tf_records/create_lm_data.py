@@ -31,6 +31,8 @@ def define_flags(flag_values=FLAGS):
            required=True)
     define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
            required=True)
+    define(flags.DEFINE_bool, "overwrite", False,
+           "Replace records of another kind or settings in --output_dir (never other files).")
     define(flags.DEFINE_integer, "max_seq_length", 512,
            "Tokens the model reads (GPT's n_ctx is 512).")
     define(flags.DEFINE_integer, "num_shards", 8,
@@ -77,6 +79,7 @@ def run(values, progress=None):
             random_seed=values.random_seed,
             document_separator_id=values.document_separator_id,
             progress=progress,
+            overwrite=values.overwrite,
         )
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None

@@ -27,6 +27,8 @@ def define_flags(flag_values=FLAGS):
     define(flags.DEFINE_string, "vocab_file", None, "vocab.txt of the model.", required=True)
     define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
            required=True)
+    define(flags.DEFINE_bool, "overwrite", False,
+           "Replace records of another kind or settings in --output_dir (never other files).")
     define(flags.DEFINE_bool, "do_lower_case", True, "Lowercase (uncased models).")
     define(flags.DEFINE_bool, "do_whole_word_mask", False, "Mask every piece of a chosen word.")
     define(flags.DEFINE_string, "chinese_word_segmenter", "",
@@ -86,7 +88,7 @@ def run(values, progress=None):
     try:
         manifest = write_pretraining_data(
             files, values.vocab_file, values.output_dir, instance_config, writer_config,
-            progress=report)
+            progress=report, overwrite=values.overwrite)
     except ValueError as e:  # an input found bad while reading: named, no traceback
         raise SystemExit(f"Bad input: {e}") from None
     if progress is not None:

@@ -36,6 +36,8 @@ def define_flags(flag_values=FLAGS):
            "Lowercase the text (the original's --uncased).")
     define(flags.DEFINE_string, "output_dir", None, "Folder for shards and manifest.json.",
            required=True)
+    define(flags.DEFINE_bool, "overwrite", False,
+           "Replace records of another kind or settings in --output_dir (never other files).")
     define(flags.DEFINE_integer, "batch_size", 32,
            "Streams (the original's bsz_per_host); the training batch.")
     define(flags.DEFINE_integer, "seq_len", 128, "Tokens per record (XLNet-Large: 512).")
@@ -96,7 +98,8 @@ def run(values, progress=None):
         manifest = write_xlnet_data(
             files, tokenizer, values.output_dir, schema, [values.spm_model_file],
             random_seed=values.random_seed, whole_word_spans=values.whole_word_spans,
-            batches_per_shard=values.batches_per_shard, progress=progress)
+            batches_per_shard=values.batches_per_shard, progress=progress,
+            overwrite=values.overwrite)
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None
     print(f"Wrote {manifest['batches']} batches of {values.batch_size} streams x "

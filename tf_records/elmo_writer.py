@@ -38,6 +38,7 @@ from tf_records.elmo_schema import encode_elmo_example
 from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
+from tf_records.records_folder import transactional
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
@@ -153,6 +154,7 @@ def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
         yield batch
 
 
+@transactional("elmo", keep=("vocab.txt",))  # create_elmo_data learns it into the folder
 def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_steps=20,
                     shuffle_seed=None, batches_per_shard=1000, progress=None):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.

@@ -30,6 +30,7 @@ from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.lm_schema import LmRecordSchema
 from tf_records.lm_schema import encode_lm_examples
+from tf_records.records_folder import transactional
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
@@ -40,6 +41,7 @@ from tf_records.writer import read_documents
 _WINDOWS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
 
 
+@transactional("lm")
 def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_files, num_shards=1,
                   random_seed=12345, document_separator_id=None, progress=None):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.

@@ -45,6 +45,7 @@ from tf_records.instances import create_instances
 from tf_records.masking import mask_block
 from tf_records.masking import pack_instances
 from tf_records.masking import pack_predictions
+from tf_records.records_folder import transactional
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import RecordSchema
@@ -286,6 +287,7 @@ def _vocab_facts(vocab):
 _WORKER_STATE = {}
 
 
+@transactional("bert")
 def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=None,
                            writer_config=None, progress=True):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.

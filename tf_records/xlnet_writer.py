@@ -20,6 +20,7 @@ from keras_bert_impl.bert_config import write_json_atomic
 from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
+from tf_records.records_folder import transactional
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
@@ -33,6 +34,7 @@ from tf_records.xlnet_schema import encode_xlnet_examples
 
 _RECORDS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
 
+@transactional("xlnet")
 def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piece, vocab_files,
                         eod_id=7, random_seed=12345, whole_word_spans=False,
                         batches_per_shard=1000, progress=None):
@@ -209,7 +211,8 @@ def tokenized_documents(input_files, tokenizer, progress=None):
 
 
 def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, random_seed=12345,
-                     whole_word_spans=False, batches_per_shard=1000, progress=None):
+                     whole_word_spans=False, batches_per_shard=1000, progress=None,
+                     overwrite=False):
     """Text files -> `write_xlnet_records` with a tokenizer's ids and pieces.
 
     Args:
@@ -222,6 +225,8 @@ def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, ra
         batches_per_shard: as `write_xlnet_records`.
         progress: None, or a reporter told the tokenizing
             (`tokenized_documents`) and the writing (`write_xlnet_records`).
+        overwrite: bool. Replace records of another kind or settings
+            (`records_folder.records_transaction`).
     """
     if not input_files:
         raise ValueError("No input files.")
@@ -236,4 +241,4 @@ def write_xlnet_data(input_files, tokenizer, output_dir, schema, vocab_files, ra
         tokenized_documents(input_files, tokenizer, progress), output_dir, schema, vocab_size,
         tokenizer.is_start_piece, vocab_files, eod_id=tokenizer.eod_id, random_seed=random_seed,
         whole_word_spans=whole_word_spans, batches_per_shard=batches_per_shard,
-        progress=progress)
+        progress=progress, overwrite=overwrite)
