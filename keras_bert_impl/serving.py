@@ -52,6 +52,7 @@ from keras_bert_impl.models.bert_task_model import BertTaskModel
 from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_positions
+from keras_bert_impl.serving_checks import checked_texts
 from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
@@ -190,12 +191,13 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
     if tokenizer is not None and not isinstance(model, BertMultipleChoice):
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
-            return module.text_outputs(ids_outputs, text)
+            return module.text_outputs(ids_outputs, checked_texts({"text": text})["text"])
 
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                       tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
-            return module.text_outputs(ids_outputs, text_a, text_b)
+            texts = checked_texts({"text_a": text_a, "text_b": text_b})
+            return module.text_outputs(ids_outputs, texts["text_a"], texts["text_b"])
 
         signatures["serving_text"] = serving_text
         signatures["serving_text_pair"] = serving_text_pair

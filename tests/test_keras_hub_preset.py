@@ -302,3 +302,27 @@ def test_load_backbone_and_finetune_read_a_preset_folder(presets):
     assert max_diff(backbone(x)["sequence_output"], direct) == 0.0
     assert find_vocab_file(folder) == os.path.join(folder, "assets", "tokenizer",
                                                    "vocabulary.txt")
+
+
+def test_continued_pretraining_from_a_preset(presets, tmp_path):
+    """`training.pretrain --init_checkpoint=<keras-hub preset>`: its
+    encoder and masked-LM head, vocabulary and casing; the export adds a
+    preset keras-hub loads."""
+    from training.continued_pretraining import save_like_init
+    from training.continued_pretraining import with_init_checkpoint
+    from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
+
+    folder = str(presets["root"] / "masked_lm")
+    cfg, init = with_init_checkpoint(PretrainConfig(init_checkpoint=folder, max_seq_length=16,
+                                                    ablation="no_nsp"), explicit=set())
+    assert cfg.vocab_file == keras_hub_preset_vocab(folder).vocab_file
+    model, _ = make_recipe(cfg, init).build_model(117)
+    source = load_keras_hub_preset(folder)
+    for a, b in zip(model.get_weights(), source.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert save_like_init(init, model, cfg.vocab_file, str(tmp_path)).startswith(
+        "keras-hub preset (backbone)")
+    x, _ = bert_inputs()
+    again = load_keras_hub_preset(str(tmp_path / "keras_hub"))
+    assert max_diff(again(x)["sequence_output"], model.backbone(x)["sequence_output"]) <= TOL

@@ -62,12 +62,22 @@ BERT_REQUEST = {"input_word_ids": WORD_IDS, "input_mask": MASK, "input_type_ids"
                 "masked_lm_positions": np.array([[1, 6], [0, 4], [2, 2]], np.int32)}
 
 
+BERT_TEXT_SIGNATURES = {}  # serving_text and serving_text_pair of the `bert` export
+
+
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
     config = preset("tiny").replace(vocab_size=V, max_position_embeddings=16)
     model = BertPretrainer(BertBackbone.from_bert_config(config))
-    path = export_saved_model(model, str(tmp_path_factory.mktemp("bert") / "saved_model"))
-    return model, tf.saved_model.load(path).signatures["serving_default"]
+    folder = tmp_path_factory.mktemp("bert")
+    vocab = folder / "vocab.txt"  # V tokens: the specials, then words
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                *(f"w{i}" for i in range(V - 5))]) + "\n")
+    path = export_saved_model(model, str(folder / "saved_model"), str(vocab), max_seq_length=16)
+    signatures = tf.saved_model.load(path).signatures
+    BERT_TEXT_SIGNATURES.update(text=signatures["serving_text"],
+                                pair=signatures["serving_text_pair"])
+    return model, signatures["serving_default"]
 
 
 def _with(request, **changes):
@@ -138,6 +148,31 @@ def test_bert_good_and_empty_requests(bert):
     empty = serve(**_constants({k: v[:0] for k, v in BERT_REQUEST.items()}))
     assert empty["masked_lm"].shape == (0, 2, V)
     assert empty["pooled_output"].shape == (0, 128)
+
+
+# Text requests (every family's text signatures share `checked_texts`).
+TEXT_BAD = [
+    ({"text": np.array("w1 w2")}, "Shape of tensor text [] is not compatible with expected shape"),
+    ({"text": np.array([["w1"], ["w2"]])}, "Shape of tensor text [2,1] is not compatible"),
+    ({"text": np.array(["w1"] * 1025)},
+     "text: 1025 rows in one request; at most 1024 (serving_checks.MAX_REQUEST_ROWS)"),
+    ({"text": np.array(["w1", "w2 " * 30_000])}, "text: a string of 90000 bytes; at most 65536"),
+]
+
+
+@pytest.mark.parametrize("request_, match", TEXT_BAD)
+def test_text_signatures_refuse_requests_out_of_bounds(bert, elmo, request_, match):
+    _rejects(BERT_TEXT_SIGNATURES["text"], request_, match)
+    _rejects(elmo[1]["serving_text"], request_, match)
+
+
+def test_pair_text_signatures_refuse_unequal_rows(bert, elmo_pairs):
+    request = {"text_a": np.array(["w1", "w2"]), "text_b": np.array(["w3"])}
+    match = "text_b: 1 rows, but text_a has 2: a pair request needs as many of each"
+    _rejects(BERT_TEXT_SIGNATURES["pair"], request, match)
+    _rejects(elmo_pairs[1]["serving_text_pair"], request, match)
+    good = BERT_TEXT_SIGNATURES["pair"](text_a=tf.constant(["w1 w2"]), text_b=tf.constant(["w3"]))
+    assert good["input_word_ids"].shape[0] == 1
 
 
 # --- GPT --------------------------------------------------------------------------------------
@@ -388,7 +423,7 @@ def test_elmo_task_rejects_bad_requests(elmo_pairs, request_, match):
 def test_elmo_task_rejects_token_pairs_of_other_batches(elmo_pairs):
     tokens = np.array([["a", "b"], ["c", ""]])
     _rejects(elmo_pairs[1]["serving_tokens"], {"tokens_a": tokens, "tokens_b": tokens[:1]},
-             "tokens_b: shape [1 2] does not match (batch of tokens_a, any) [2 -1]")
+             "tokens_b: 1 rows, but tokens_a has 2: a pair request needs as many of each")
 
 
 def test_elmo_task_good_and_empty_requests(elmo_pairs):

@@ -74,6 +74,11 @@ def read_init_checkpoint(typed, model="bert"):
         elif kind == "google":
             folder = path if os.path.isdir(path) else os.path.dirname(path)
             config = BertConfig.from_json_file(os.path.join(folder, "bert_config.json"))
+        elif kind == "keras_hub":
+            from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
+
+            model = load_keras_hub_preset(path)
+            config = getattr(model, "backbone", model).bert_config
         else:
             config = _keras_model(path).backbone.bert_config
     except (ValueError, OSError) as e:
@@ -82,6 +87,12 @@ def read_init_checkpoint(typed, model="bert"):
         say(f"--init_checkpoint={typed}: the Hub's files in {path}")
     return InitCheckpoint(typed, path, kind, config, find_vocab_file(path) if kind != "keras"
                           else None, _casing(path, kind))
+
+
+def _keras_hub_casing(path):
+    from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
+
+    return keras_hub_preset_vocab(path).lowercase
 
 
 # The vocabulary a family's Hugging Face folder keeps beside its weights.
@@ -131,6 +142,8 @@ def _casing(path, kind):
     `tokenizer_config.json`; for Google's, the release's name, as the
     original's `validate_case_matches_checkpoint` reads it; else None."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if kind == "keras_hub":  # its tokenizer's lowercase
+        return _keras_hub_casing(path)
     if kind == "hf":
         settings = os.path.join(folder, "tokenizer_config.json")
         if os.path.exists(settings):
@@ -290,6 +303,10 @@ def load_init_weights(init, target):
             source = load_hf_checkpoint(init.path)
         elif init.kind == "google":
             source = load_google_checkpoint(init.path)
+        elif init.kind == "keras_hub":
+            from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
+
+            source = load_keras_hub_preset(init.path)
         else:
             source = _keras_model(init.path)
     finally:
@@ -305,6 +322,11 @@ def load_init_weights(init, target):
             loaded.append(head)
         else:
             fresh.append(head)
+    head_act = getattr(source, "masked_lm_hidden_act", None)
+    if "masked_lm_head" in loaded and head_act is not None:  # keras-hub's BertMaskedLM
+        say(f"{init.typed}'s masked-LM head computed {head_act} with epsilon "
+            f"{source.masked_lm_layer_norm_eps}; it continues with BERT's "
+            f"({backbone.bert_config.hidden_act}, {backbone.bert_config.layer_norm_eps}).")
     del source
     say(f"From {init.typed}: {', '.join(loaded)} loaded"
         + (f"; {', '.join(fresh)} start fresh (the checkpoint has none)" if fresh else ""))
@@ -313,12 +335,19 @@ def load_init_weights(init, target):
 
 def save_like_init(init, model, vocab_file, export_dir):
     """The continued model in the checkpoint's own layout beside the Keras
-    file: `export/hf/` (a Hugging Face folder) or `export/google/`; "" for
+    file: `export/hf/` (a Hugging Face folder), `export/google/` or
+    `export/keras_hub/` (a preset of the backbone); "" for
     a `.keras` start or a model those layouts do not hold (LTR's)."""
     from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
 
     if init.kind == "keras" or isinstance(model, BertCausalLMPretrainer):
         return ""
+    if init.kind == "keras_hub":  # keras-hub's presets hold the backbone (and tokenizer)
+        from keras_bert_impl.checkpoints import save_keras_hub_preset
+
+        folder = os.path.join(export_dir, "keras_hub")
+        save_keras_hub_preset(model.backbone, folder, vocab_file, init.do_lower_case is not False)
+        return f"keras-hub preset (backbone) -> {folder}; "
     if init.kind == "hf":
         from keras_bert_impl.checkpoints import save_hf_checkpoint
 

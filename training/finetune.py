@@ -152,7 +152,9 @@ HELP = {
     "output_dir": "Run folder: predictions, export, summary.json, checkpoints/ (a rerun "
                   "resumes from them), tensorboard/ (with training_curves.png).",
     "init_checkpoint": "Pretrained weights: a Hugging Face folder, an original Google folder or "
-                       "checkpoint prefix, or a .keras file. Empty: the all-MiniLM-L6-v2 weights "
+                       "checkpoint prefix, a .keras file, a keras-hub preset folder, or a "
+                       "Hugging Face Hub id (bert-base-uncased, org/name@revision; BERT, GPT, "
+                       "XLNet; the local cache when offline). Empty: the all-MiniLM-L6-v2 weights "
                        "package (unless --preset asks for random initialization). ELMo: a folder "
                        "with bilm-tf's options.json and weights.hdf5 (or lm_weights.hdf5, or one "
                        "*weights.hdf5), a weight .hdf5 file with options.json beside it, or a "

@@ -44,6 +44,7 @@ def resolve_checkpoint(path_or_name):
         ValueError: a name that cannot be resolved, saying which name, which
             cache folder was searched and how to fill it.
     """
+    path_or_name = os.fspath(path_or_name)  # a pathlib.Path too
     if not path_or_name or _exists_here(path_or_name) or not is_repo_id(path_or_name):
         return path_or_name
     import huggingface_hub

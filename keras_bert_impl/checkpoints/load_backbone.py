@@ -84,7 +84,7 @@ def load_backbone(path, dtype=None, causal=None):
     Returns:
         `BertBackbone`.
     """
-    path = resolve_checkpoint(path)
+    path = resolve_checkpoint(path)  # a Hub name -> its folder; a Path -> str
     kind = checkpoint_format(path)
     if kind == "hf":
         model = load_hf_checkpoint(path, dtype=dtype)

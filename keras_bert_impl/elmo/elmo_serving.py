@@ -31,6 +31,7 @@ from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.serving_checks import checked_texts
 from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
 
 # B=batch, T=tokens, C=characters per token, L=LSTM layers, P=projection
@@ -151,7 +152,7 @@ def export_elmo_saved_model(backbone, export_dir):
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
     def serving_default(tokens):
-        return module.token_outputs(tokens)
+        return module.token_outputs(checked_texts({"tokens": tokens}, rank=2)["tokens"])
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None, chars], tf.int32, name="char_ids")])
     def serving_char_ids(char_ids):
@@ -160,7 +161,7 @@ def export_elmo_saved_model(backbone, export_dir):
     @tf.function(autograph=False,
                  input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def serving_text(text):
-        return module.text_outputs(text)
+        return module.text_outputs(checked_texts({"text": text})["text"])
 
     signatures = {"serving_default": serving_default, "serving_char_ids": serving_char_ids,
                   "serving_text": serving_text}

@@ -44,6 +44,7 @@ from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
 from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.serving_checks import checked_texts
 
 # B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
 # token, K=classes or labels
@@ -142,19 +143,20 @@ def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=
     if rank == 3:
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
         def serving_tokens(tokens):
-            return module.token_outputs(tokens)
+            return module.token_outputs(checked_texts({"tokens": tokens}, rank=2)["tokens"])
     else:
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
                                       tf.TensorSpec([None, None], tf.string, name="tokens_b")])
         def serving_tokens(tokens_a, tokens_b):
-            return module.pair_token_outputs(tokens_a, tokens_b)
+            tokens = checked_texts({"tokens_a": tokens_a, "tokens_b": tokens_b}, rank=2)
+            return module.pair_token_outputs(tokens["tokens_a"], tokens["tokens_b"])
 
     signatures = {"serving_default": serving_default, "serving_tokens": serving_tokens}
     if isinstance(model, ElmoClassifier):
         @tf.function(autograph=False,
                      input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
-            return module.text_outputs(text)
+            return module.text_outputs(checked_texts({"text": text})["text"])
 
         signatures["serving_text"] = serving_text
     if isinstance(model, ElmoPairClassifier):
@@ -162,7 +164,8 @@ def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=
                      input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                       tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
-            return module.text_pair_outputs(text_a, text_b)
+            texts = checked_texts({"text_a": text_a, "text_b": text_b})
+            return module.text_pair_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
     save_module_atomic(module, export_dir, signatures)

@@ -47,6 +47,7 @@ from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.serving_checks import checked_texts
 
 # B=batch, S=sequence
 
@@ -202,13 +203,13 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
     if tokenizer is not None and special is None:
         @tf.function(autograph=False, input_signature=[text_spec])
         def serving_text(text):
-            return module.text_outputs(text)
+            return module.text_outputs(checked_texts({"text": text})["text"])
 
         signatures["serving_text"] = serving_text
     if special is not None and not module.similarity:
         @tf.function(autograph=False, input_signature=[text_spec])
         def classifier_text(text):
-            return module.classifier_text_outputs(text)
+            return module.classifier_text_outputs(checked_texts({"text": text})["text"])
 
         signatures["serving_text"] = classifier_text
     if special is not None:
@@ -216,7 +217,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             tf.TensorSpec([None], tf.string, name="text_a"),
             tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
-            return module.classifier_text_outputs(text_a, text_b)
+            texts = checked_texts({"text_a": text_a, "text_b": text_b})
+            return module.classifier_text_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
     save_module_atomic(module, export_dir, signatures)

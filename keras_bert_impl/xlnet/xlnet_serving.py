@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_shape
+from keras_bert_impl.serving_checks import checked_texts
 from keras_bert_impl.serving_checks import checked_zero_one
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_backbone import BASE_INPUTS
@@ -115,6 +116,7 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     if tokenizer is not None:
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
+            text = checked_texts({"text": text})["text"]
             packed = tokenizer.pack(tokenizer(text), max_length=max_seq_length)
             # serving_default's trace, called: the backbone is traced once for both.
             return {**packed, **serving_default({name: packed[name] for name in ids_spec})}

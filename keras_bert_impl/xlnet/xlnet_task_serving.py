@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
+from keras_bert_impl.serving_checks import checked_texts
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
 from keras_bert_impl.xlnet.xlnet_serving import checked_xlnet_ids
@@ -79,12 +80,13 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
 
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serving_text(text):
-            return text_outputs(text)
+            return text_outputs(checked_texts({"text": text})["text"])
 
         @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                       tf.TensorSpec([None], tf.string, name="text_b")])
         def serving_text_pair(text_a, text_b):
-            return text_outputs(text_a, text_b)
+            texts = checked_texts({"text_a": text_a, "text_b": text_b})
+            return text_outputs(texts["text_a"], texts["text_b"])
 
         signatures.update(serving_text=serving_text, serving_text_pair=serving_text_pair)
     save_module_atomic(module, export_dir, signatures)
