@@ -106,12 +106,18 @@ def test_training_log_line_has_examples_per_second_and_eta(tmp_path):
                       print_fn=lambda text, flush: lines.append(text), rate_label="ex/s")
     log.set_model(Model())
     log.on_train_begin()
+    # Each batch's loss; fit's logs hold their running mean since the epoch
+    # began. The curve must show the mean of each logging interval (2.5,
+    # 0.95, 0.3), not the running means that restart with every epoch.
+    losses = [3.0, 2.0, 1.0, 0.9, 0.5, 0.1]
     for epoch in range(2):
         log.on_epoch_begin(epoch)
         for batch in range(3):
-            log.on_train_batch_end(batch, {"loss": 2.0 - epoch - batch / 10, "accuracy": 0.25})
+            so_far = losses[3 * epoch:3 * epoch + batch + 1]
+            log.on_train_batch_end(batch, {"loss": sum(so_far) / len(so_far),
+                                           "accuracy": 0.25})
     assert [line.split("  ")[0] for line in lines] == ["step 2/6", "step 4/6", "step 6/6"]
-    assert lines[0].split("  ")[1:3] == ["loss 1.9000", "accuracy 0.250"]
+    assert lines[0].split("  ")[1:3] == ["loss 2.5000", "accuracy 0.250"]
     assert " ex/s " in lines[0] and lines[-1].endswith("ETA 0:00")
     log.writer.close()
     assert write_heldout_scalars(str(tmp_path), 6, {
@@ -123,7 +129,7 @@ def test_training_log_line_has_examples_per_second_and_eta(tmp_path):
     assert open(path, "rb").read(4) == b"\x89PNG"
     steps, values = series["loss"]["train"]
     assert steps == [2, 4, 6]
-    np.testing.assert_allclose(values, [1.9, 1.0, 0.8], rtol=1e-6)
+    np.testing.assert_allclose(values, [2.5, 0.95, 0.3], rtol=1e-6)
     assert series["loss"]["heldout"] == ([6], [pytest.approx(0.7)])
     assert series["accuracy"]["heldout masked_lm_accuracy"] == ([6], [pytest.approx(0.4)])
     assert series["accuracy"]["train accuracy"][0] == [2, 4, 6]

@@ -24,10 +24,16 @@ class TrainingLog(keras.callbacks.Callback):
     interval and the ETA of the run, from the mean rate since the first
     batch (whose tracing it leaves out).
 
-    `fit`'s logs are running means since the epoch (checkpoint interval)
-    began; they are shown as such. The step counts on from the step `fit`
-    starts at in each epoch, so one log can follow a run split over several
-    `fit` calls (fine-tuning's resume inside an epoch).
+    Loss and accuracies are means over the logging interval: `fit`'s logs
+    are running means since the epoch (checkpoint interval) began, which
+    restart at every epoch and so fell in stairs at each checkpoint; each is
+    turned back into the interval's mean as `(mean_t * n_t - mean_s * n_s) /
+    (n_t - n_s)` over the batches `n` of the epoch, an interval that crosses
+    an epoch's end adding that epoch's tail. Each batch weighs the same: exact
+    for the loss (Keras weighs it by batch size, constant here), close for an
+    accuracy Keras weighs by its tokens. The step counts on from the step
+    `fit` starts at in each epoch, so one log can follow a run split over
+    several `fit` calls (fine-tuning's resume inside an epoch).
     """
 
     def __init__(self, total_steps, first_step, steps_per_epoch, every_steps, sequences_per_step,
@@ -45,6 +51,9 @@ class TrainingLog(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self._mark = None
         self._first = None  # (time, step) after the first batch: the ETA's rate from there
+        self._seen = {}  # metric -> (running mean, batches of this epoch) at the last log
+        self._tail = {}  # metric -> (sum, batches) of the last epoch since its last log
+        self._last = ({}, 0)  # the newest logs and their batch count in this epoch
 
     def on_train_begin(self, logs=None):
         self._mark = (time.perf_counter(), self.step)
@@ -52,6 +61,26 @@ class TrainingLog(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_start = self.step  # `batch` counts from 0 again in every epoch
+        # The last epoch's batches since its last log; Keras' means restart now.
+        logs, batches = self._last
+        for name, mean in logs.items():
+            seen_mean, seen = self._seen.get(name, (0.0, 0))
+            tail_sum, tail = self._tail.get(name, (0.0, 0))
+            self._tail[name] = (tail_sum + mean * batches - seen_mean * seen,
+                                tail + batches - seen)
+        self._seen, self._last = {}, ({}, 0)
+
+    def _interval_means(self, logs, batches):
+        """`logs`' running means (over `batches` of this epoch) as means since
+        the last log."""
+        means = {}
+        for name, mean in logs.items():
+            seen_mean, seen = self._seen.get(name, (0.0, 0))
+            tail_sum, tail = self._tail.pop(name, (0.0, 0))
+            count = batches - seen + tail
+            means[name] = (mean * batches - seen_mean * seen + tail_sum) / count if count else mean
+            self._seen[name] = (mean, batches)
+        return means
 
     def on_train_batch_end(self, batch, logs=None):
         # `batch` is the last step of the execution (steps_per_execution).
@@ -59,6 +88,9 @@ class TrainingLog(keras.callbacks.Callback):
         now = time.perf_counter()
         if self._first is None:
             self._first = (now, self.step)
+        metrics = {name: float(value) for name, value in (logs or {}).items()
+                   if name == "loss" or name.endswith(("accuracy", "_loss"))}
+        self._last = (metrics, batch + 1)
         if self.step // self.every_steps == previous // self.every_steps and (
                 self.step != self.total_steps):
             return
@@ -68,7 +100,7 @@ class TrainingLog(keras.callbacks.Callback):
         mean_rate = rate if self.step <= self._first[1] else (
             (self.step - self._first[1]) / max(now - self._first[0], 1e-9))
         eta = format_duration(eta_seconds(self.step, self.total_steps, mean_rate))
-        logs = dict(logs or {})
+        logs = {**(logs or {}), **self._interval_means(metrics, batch + 1)}
         learning_rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
         known = {name for name, _, _ in _LABELS}
         labels = _LABELS + tuple((name, name.replace("_", " "), ".3f") for name in sorted(logs)
