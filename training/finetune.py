@@ -318,6 +318,11 @@ def resolve(cfg):
         if not found:
             raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
         cfg = dataclasses.replace(cfg, vocab_file=found)
+    elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
+        from training.finetune_checks import check_vocab_of_checkpoint
+
+        check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
+                                  unused_ok=True)
     return cfg
 
 

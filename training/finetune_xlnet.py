@@ -127,6 +127,9 @@ def resolve_xlnet(cfg):
                              "SentencePiece model XLNet reads; `training.learn_vocab "
                              "--model=xlnet` makes one).")
         vocab_file = beside
+    from training.finetune_checks import check_vocab_of_checkpoint
+
+    check_vocab_of_checkpoint(checkpoint, vocab_file, SPM_FILE)
     try:
         tokenizer = XLNetTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
     except ValueError as e:
