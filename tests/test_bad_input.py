@@ -860,6 +860,13 @@ def case_pretrain_gpt_longer_than_the_positions(a, out):
     return _pretrain(a, out, model="gpt", max_seq_length=200)
 
 
+@case(1, lambda a, out: ["--optimizer: 'adagrad', --model=elmo's default (the flag's is 'adamw'",
+                         "--learning_rate: 0.2, --model=elmo's default", "num_train_steps"],
+      "absent")
+def case_pretrain_elmo_says_the_family_defaults_it_takes(a, out):
+    return _pretrain(a, out, model="elmo", num_train_steps=-1)
+
+
 @case(1, lambda a, out: ["--config_file=" + a.path("options.json")], "absent")
 def case_pretrain_elmo_config_file_not_options(a, out):
     return _pretrain(a, out, model="elmo", config_file=write_text(a.path("options.json"),
@@ -892,20 +899,33 @@ def case_pretrain_output_dir_is_a_file(a, out):
     return _pretrain(a, out)
 
 
-def _saved_run(a, out):
-    """A run folder whose run_config.json says --max_seq_length=64."""
+def _saved_run(a, out, checkpoint=True):
+    """A run folder whose run_config.json says --max_seq_length=64, with a
+    saved checkpoint (`checkpoint`) or none (a run refused or stopped before it)."""
     from training.pretrain import PretrainConfig
     from training.pretrain import _check_run_config
 
     os.makedirs(out)
     _check_run_config(PretrainConfig(input=a.corpus, output_dir=out, max_seq_length=64,
                                      num_train_steps=2), os.path.join(out, "run_config.json"))
+    if checkpoint:
+        write_text(os.path.join(out, "checkpoints", "ckpt-2.index"), "")
 
 
 @case(1, lambda a, out: ["--max_seq_length=64", "this command says 128"], "unchanged",
       prepare=_saved_run)
 def case_pretrain_resume_with_other_settings(a, out):
     return _pretrain(a, out)
+
+
+@case(0, lambda a, out: ["held the settings of a run that saved no checkpoint",
+                         "--max_seq_length=64 there"],
+      prepare=lambda a, out: _saved_run(a, out, checkpoint=False))
+def case_pretrain_corrected_after_a_refused_run(a, out):
+    got = _pretrain(a, out)
+    with open(os.path.join(out, "run_config.json"), encoding="utf-8") as f:
+        assert json.load(f)["max_seq_length"] == 128
+    return got
 
 
 @case(1, lambda a, out: ["--input", "no documents", a.blank], "absent")

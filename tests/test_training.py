@@ -295,9 +295,10 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
 
 def test_changed_settings_refuse_to_resume(records, tmp_path):
     output = str(tmp_path / "run")
-    os.makedirs(output)
+    os.makedirs(os.path.join(output, "checkpoints"))
     with open(os.path.join(output, "run_config.json"), "w") as f:
         json.dump({"num_train_steps": 99}, f)
+    open(os.path.join(output, "checkpoints", "ckpt-3.index"), "w").close()  # it trained
     result = _run_pretrain(_pretrain_args(records, output), timeout=300)
     assert result.returncode != 0
     assert "--num_train_steps=99" in result.stderr + result.stdout

@@ -228,18 +228,34 @@ _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name n
     "data_workers", "steps_per_execution"))
 
 
-def _check_run_config(cfg, path):
-    """Refuses to resume a run with different settings; records them on the first start."""
+def _trained(output_dir):
+    """Whether the run in `output_dir` has saved a training checkpoint."""
+    folder = os.path.join(output_dir, "checkpoints")
+    return os.path.isdir(folder) and any(name.startswith("ckpt") for name in os.listdir(folder))
+
+
+def _check_run_config(cfg, path, typed=None):
+    """Refuses to resume a run with different settings; records them on the
+    first start, with `typed` (dict: the flags given and their values). A run that
+    never saved a checkpoint (refused or stopped before its first) is not
+    resumed: its settings are replaced, said in a line, so that the
+    corrected command can run where the refused one stood."""
     mine = {k: getattr(cfg, k) for k in _RUN_KEYS}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
-        for key in _RUN_KEYS:
-            if key in saved and saved[key] != mine[key]:
-                raise SystemExit(
-                    f"{cfg.output_dir} holds a run with --{key}={saved[key]!r}; this command says "
-                    f"{mine[key]!r}. Use the same settings to resume, or another --output_dir.")
-        return
+        changed = [key for key in _RUN_KEYS if key in saved and saved[key] != mine[key]]
+        if changed and _trained(cfg.output_dir):
+            key = changed[0]
+            raise SystemExit(
+                f"{cfg.output_dir} holds a run with --{key}={saved[key]!r}; this command says "
+                f"{mine[key]!r}. Use the same settings to resume, or another --output_dir.")
+        if not changed:
+            return
+        say(f"{cfg.output_dir} held the settings of a run that saved no checkpoint "
+            f"(--{changed[0]}={saved[changed[0]]!r} there); this run's replace them.")
+    if typed is not None:  # what was typed, beside what the run uses
+        mine["typed"] = dict(sorted(typed.items()))
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(mine, f, indent=2)
@@ -251,7 +267,7 @@ def _unset_mixed_precision(cfg):
     holds (a resume trains on as it started), else bfloat16 where it pays
     (`training.distribution.auto_mixed_precision`)."""
     path = os.path.join(cfg.output_dir, "run_config.json")
-    if os.path.exists(path):
+    if os.path.exists(path) and _trained(cfg.output_dir):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f).get("mixed_precision")
         if saved is not None:
@@ -439,9 +455,15 @@ def run(cfg, explicit=None):
 
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress
     started = time.time()
+    typed = {k: getattr(cfg, k) for k in sorted(explicit)} if explicit is not None else None
     if not cfg.num_train_steps:
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
-    cfg = with_model_defaults(cfg, explicit)
+    family = with_model_defaults(cfg, explicit)
+    for key in sorted(k for k in MODEL_DEFAULTS.get(cfg.model, {})
+                      if getattr(family, k) != getattr(cfg, k)):
+        say(f"--{key}: {getattr(family, key)!r}, --model={cfg.model}'s default (the flag's "
+            f"is {getattr(cfg, key)!r}; type it to choose).")
+    cfg = family
     explicit = set(explicit) if explicit is not None else {
         f.name for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(
             with_model_defaults(PretrainConfig(model=cfg.model)), f.name)}
@@ -473,7 +495,7 @@ def run(cfg, explicit=None):
         raise SystemExit(str(e)) from None
     chief = role in ("", "chief-0", "worker-0")
     if chief:
-        _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"))
+        _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"), typed)
     import keras
 
     from training.keras_extras import freeze_imports
