@@ -298,3 +298,20 @@ def test_learn_vocab_command_line(tmp_path):
     assert len(vocab) == 25 and list(ranks)[0] == ("e", "s")
     result = run_python(command[:2] + ["--model=gpt2", *command[3:]], ROOT, env)
     assert result.returncode != 0 and "--model" in result.stderr and "bert" in result.stderr
+
+
+def test_merges_of_another_bpe_run_are_refused(tmp_path):
+    """vocab.json with a merges.txt of another run (here: each merge's
+    symbols swapped, making tokens the vocabulary lacks) is refused naming
+    both files; the pair written together loads."""
+    from keras_bert_impl.gpt.gpt_tokenizer import load_bpe_files
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens", "gpt_bpe")
+    vocab, merges = os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt")
+    load_bpe_files(vocab, merges)
+    lines = open(merges, encoding="utf-8").read().splitlines()
+    other = tmp_path / "merges.txt"
+    other.write_text("\n".join([lines[0]] + [" ".join(line.split()[::-1]) for line in lines[1:]])
+                     + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{other} and {vocab} are not one BPE pair: "):
+        load_bpe_files(vocab, str(other))

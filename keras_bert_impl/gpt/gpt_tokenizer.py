@@ -56,7 +56,23 @@ def load_bpe_files(vocab_file, merges_file):
         if len(parts) == 2:
             last_line[tuple(parts)] = index
     ordered = sorted(last_line, key=last_line.get)
+    _check_pair(vocab, ordered, vocab_file, merges_file)
     return vocab, {pair: rank for rank, pair in enumerate(ordered)}
+
+
+def _check_pair(vocab, merges, vocab_file, merges_file):
+    """`ValueError` when `merges` and `vocab` come from different BPE runs:
+    every merge of one run makes a token of its vocabulary, so a merge whose
+    token is missing tokenizes to `<unk>`. A few are tolerated (a release
+    may list merges past its vocabulary's cut); more than 1% (at least 10)
+    means another run's merges.txt, which would tokenize every row otherwise
+    and quietly."""
+    missing = [left + right for left, right in merges if left + right not in vocab]
+    if len(missing) > max(10, len(merges) // 100):
+        raise ValueError(
+            f"{merges_file} and {vocab_file} are not one BPE pair: {len(missing)} of its "
+            f"{len(merges)} merges make tokens the vocabulary lacks (e.g. {missing[0]!r}). "
+            "Pass the merges.txt written with this vocab.json.")
 
 
 def bpe(word, ranks):
