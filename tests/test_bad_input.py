@@ -1305,3 +1305,29 @@ def case_preprocessor_two_strings_per_example(a, out):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# --- vague errors that now name their cause ---------------------------------------------------
+
+@case(1, lambda a, out: [f"--output_dir={out}/run lies below {out}, which is a file"],
+      "unchanged", prepare=lambda a, out: write_text(out, "a file"))
+def case_pretrain_output_dir_below_a_file(a, out):
+    return _pretrain(a, os.path.join(out, "run"))
+
+
+@case(1, lambda a, out: ["--data_dir=" + a.path("glue_no_train"), "lacks",
+                         os.path.join(a.path("glue_no_train"), "train.tsv"), "--task=glue/mrpc"],
+      "absent")
+def case_finetune_data_dir_without_train_tsv(a, out):
+    os.makedirs(a.path("glue_no_train"), exist_ok=True)
+    return _finetune(a, out, data_dir=a.path("glue_no_train"))
+
+
+@case(1, lambda a, out: ["--input: " + a.path("vocab_latin1.txt") + ":2: not UTF-8"], "absent")
+def case_learn_vocab_bytes_not_utf8(a, out):
+    from training import learn_vocab
+
+    path = a.path("vocab_latin1.txt")
+    with open(path, "wb") as f:
+        f.write(b"plain words here\ncaf\xe9 au lait\n")
+    return command(learn_vocab, f"--input={path}", f"--output={out}", "--vocab_size=50")

@@ -115,10 +115,16 @@ def _first_bad_line(path, flag):
 
 
 def check_output_folder(path, flag="--output_dir"):
-    """`SystemExit` naming `flag` when `path` is a file: every command's
-    output-folder check, made before it writes anything."""
+    """`SystemExit` naming `flag` when `path` is a file or lies below one:
+    every command's output-folder check, made before it writes anything."""
     if os.path.isfile(path):
         raise SystemExit(f"{flag}={path} is a file; give a folder.")
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise SystemExit(f"{flag}={path} lies below {parent}, which is a file; give a folder "
+                         "whose parents are folders.")
 
 
 def clear_output_folder(output_dir, say=None):

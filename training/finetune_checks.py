@@ -99,6 +99,10 @@ def load_data(cfg):
         raise SystemExit(f"Bad input: {e.with_flag('--skip_bad_input')}") from None
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None
+    except (FileNotFoundError, IsADirectoryError) as e:  # a split's file missing
+        where = f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files"
+        raise SystemExit(f"Bad input: {where} lacks {e.filename}, which --task={cfg.task} "
+                         "reads (the task's official file layout).") from None
     return tokenizer, task, (x, y, sample_weight)
 
 

@@ -110,6 +110,12 @@ def check_flags(values):
         raise SystemExit(f"--vocab_size={values.vocab_size}: must be >= 1.")
     if values.num_unused < 0:
         raise SystemExit(f"--num_unused={values.num_unused}: must be >= 0.")
+    from tf_records.input_files import check_text_files
+
+    try:  # bytes that are not UTF-8 are named (file and line), as the writers do
+        check_text_files(files, "--input")
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if values.model in ("gpt", "xlnet"):
         if values.output.endswith(".txt"):
             files_written = ("vocab.json and merges.txt" if values.model == "gpt"
