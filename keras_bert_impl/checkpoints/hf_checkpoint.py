@@ -21,6 +21,8 @@ from keras_bert_impl.checkpoints import google_names
 from keras_bert_impl.file_modes import as_if_created
 
 WEIGHTS_FILE = "model.safetensors"
+SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+             "intermediate_size")
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 
@@ -88,6 +90,12 @@ def read_hf_config(folder):
             "Load it with keras_bert_impl.xlnet.load_xlnet_checkpoint.")
     if model_type != "bert":
         raise ValueError(f"{path} has model_type={model_type!r}; only 'bert' is supported.")
+    # A size left out would take BERT-BASE's default and surface as a
+    # "missing tensor" of a model the file never described.
+    missing = [key for key in SIZE_KEYS if key not in values]
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(missing)}: the model's size is not "
+                         "guessed. Add the checkpoint's values.")
     return BertConfig.from_hf_dict(values, source=path)
 
 
