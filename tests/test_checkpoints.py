@@ -271,3 +271,20 @@ def test_a_config_missing_a_size_key_is_refused_not_defaulted(tmp_path):
     with pytest.raises(ValueError, match=r"config.json lacks num_hidden_layers: the model's size "
                                          "is not guessed"):
         load_backbone(str(tmp_path))
+
+
+def test_missing_and_unexpected_tensors_are_named_together():
+    """Names the model does not read (here one stray name) are reported
+    beside the first missing one, not hidden behind 'missing'."""
+    import numpy as np
+
+    from keras_bert_impl import BertBackbone
+    from keras_bert_impl import preset
+    from keras_bert_impl.checkpoints.google_names import set_original_weights
+
+    backbone = BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=99))
+    with pytest.raises(ValueError, match=r"lacks tensor 'bert/embeddings/word_embeddings' .*; it "
+                                         r"holds 1 tensors the model has no place for, e.g. "
+                                         r"'model/embeddings/word_embeddings'"):
+        set_original_weights(backbone, {"model/embeddings/word_embeddings": np.zeros((99, 128))},
+                             "ckpt")

@@ -165,13 +165,17 @@ def set_original_weights(model, tensors, source, describe=str):
     slots = _slots(model)
     expected = original_shapes(model)
     missing = [name for name in expected if name not in tensors]
+    unused = sorted(name for name in tensors if name not in expected)
     if missing:
+        # Both at once usually means names the model does not read (another
+        # prefix, another architecture): say which it holds instead.
+        instead = (f"; it holds {len(unused)} tensors the model has no place for, e.g. "
+                   f"{describe(unused[0])!r}" if unused else "")
         raise ValueError(
             f"{source} lacks tensor {describe(missing[0])!r} "
             f"({len(missing)} missing in all) for a {type(model).__name__} "
-            f"with {model_summary(model)}."
+            f"with {model_summary(model)}{instead}."
         )
-    unused = sorted(name for name in tensors if name not in expected)
     if unused:
         raise ValueError(
             f"{source} holds unexpected tensor {describe(unused[0])!r} ({len(unused)} "
