@@ -1331,3 +1331,10 @@ def case_learn_vocab_bytes_not_utf8(a, out):
     with open(path, "wb") as f:
         f.write(b"plain words here\ncaf\xe9 au lait\n")
     return command(learn_vocab, f"--input={path}", f"--output={out}", "--vocab_size=50")
+
+
+@case(1, lambda a, out: ["holds records of max_seq_length 32; the run reads 128",
+                         "--max_seq_length=32"], "absent")
+def case_pretrain_records_by_glob_of_another_length(a, out):
+    # A glob reads no manifest: the flags' lengths, checked on the first record.
+    return _pretrain(a, out, input=os.path.join(a.records, "shard-*.tfrecord"), vocab_file=VOCAB)

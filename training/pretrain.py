@@ -478,6 +478,11 @@ def run(cfg, explicit=None):
         explicit |= {"vocab_file", "do_lower_case"}  # the checkpoint's: records must agree
     check_flags(cfg)
     cfg = agree_with_records(cfg, with_model_defaults(PretrainConfig(model=cfg.model)), explicit)
+    from training.pretrain_checks import check_bare_records
+
+    for source in (cfg.input, cfg.heldout_input):  # a glob's records: the flags' lengths
+        if is_tfrecords(source):
+            check_bare_records(cfg, source)
     if cfg.mixed_precision is None:
         cfg = dataclasses.replace(cfg, mixed_precision=_unset_mixed_precision(cfg))
     recipe = make_recipe(cfg, init)  # checks --model, --ablation, the preset or config file

@@ -264,3 +264,31 @@ def verify_records(source):
                for s in manifest["shards"])
     say(f"Checked {len(manifest['shards'])} shards ({size / 1e6:.1f} MB) of {source} against "
         f"the manifest's sha256 ({time.perf_counter() - start:.1f} s)")
+
+
+def check_bare_records(cfg, source):
+    """BERT records without a manifest (a glob, e.g. the original script's
+    output) are read with the flags' lengths: the first record of each
+    file must have them, else `SystemExit` naming the file and both lengths
+    now, not a parse error after the model is built."""
+    if not source or os.path.isdir(source) or source.endswith(".json") or cfg.model != "bert":
+        return
+    import glob
+
+    import tensorflow as tf
+
+    files = sorted(f for pattern in source.split(",") for f in glob.glob(pattern))
+    for path in files:
+        for raw in tf.data.TFRecordDataset(path).take(1):
+            features = tf.train.Example.FromString(raw.numpy()).features.feature
+            found = {"max_seq_length": len(features["input_ids"].int64_list.value)
+                     if "input_ids" in features else None,
+                     "max_predictions_per_seq": len(
+                         features["masked_lm_positions"].int64_list.value)
+                     if "masked_lm_positions" in features else None}
+            for flag, length in found.items():
+                if length != getattr(cfg, flag):
+                    raise SystemExit(
+                        f"--input={source}: {path} holds records of {flag} {length}; the run "
+                        f"reads {getattr(cfg, flag)} (--{flag}). Give --{flag}={length}, or "
+                        "records with a manifest (their lengths are then read from it).")
