@@ -161,3 +161,21 @@ def test_empty_corpus_writes_a_manifest_of_no_shards(tmp_path):
     local = write_pretraining_data([str(blank)], VOCAB, str(tmp_path / "local"), progress=False)
     beam = beam_pretraining_data.run_pipeline([str(blank)], VOCAB, str(tmp_path / "beam"))
     assert beam == local and local["shards"] == [] and local["vocab_size"] == 30522
+
+
+def test_long_lines_are_warned_as_the_local_writer_warns(tmp_path, capfd):
+    """A line longer than an instance: Beam warns with the local writer's
+    count (by the corpus's document number: a worker knows no file line)."""
+    text = tmp_path / "long.txt"
+    words = " ".join(f"word{i}" for i in range(200))
+    text.write_text(f"a short line here.\n{words}\nanother short one.\n\nsecond document.\n"
+                    "and its line.\n", encoding="utf-8")
+    config = InstanceConfig(max_seq_length=32, max_predictions_per_seq=5)
+    write_pretraining_data([str(text)], VOCAB, str(tmp_path / "local"), config, WRITER,
+                           progress=False)
+    local = capfd.readouterr().err
+    beam_pretraining_data.run_pipeline([str(text)], VOCAB, str(tmp_path / "beam"), config, WRITER)
+    beam = capfd.readouterr().err
+    warning = "Warning: 1 line(s) hold more tokens than fit one instance of 32"
+    assert warning in local and warning in beam, (local, beam)
+    assert "document 1, line 2: a 1,489-character line (529 tokens)" in beam, beam

@@ -61,6 +61,7 @@ the library or the local writer.
 
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 
@@ -243,9 +244,11 @@ def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_c
     from tf_records.writer import block_records
 
     index, documents = keyed_block
-    block = [lines for _, lines in sorted(documents, key=lambda d: d[0])]
+    documents = sorted(documents, key=lambda d: d[0])
+    block = [lines for _, lines in documents]
+    long_lines = []
     records, vocab_facts = block_records(index, block, _local_vocab(vocab_bytes), instance_config,
-                               writer_config)
+                                         writer_config, long_lines=long_lines)
     beam.metrics.Metrics.counter(COUNTERS, "instances").inc(len(records))
     name = f"shard-{index:05d}.tfrecord"
     # TFRecord framing (its CRCs) is TensorFlow's, so the shard is written on
@@ -266,14 +269,43 @@ def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_c
             finally:
                 dst.close()
     FileSystems.rename([tmp], [FileSystems.join(output_dir, name)])
+    # Lines too long for any instance, by the corpus's document number (a
+    # worker knows no file and line): warned by _write_manifest.
     return {"index": index, "file": name, "records": len(records), "sha256": sha256,
-            "vocab": vocab_facts}
+            "vocab": vocab_facts, "long_line_count": len(long_lines),
+            "long_lines": [(documents[d][0], k, chars, tokens)
+                           for d, k, chars, tokens in long_lines[:LongLinesWarning.SHOWN]]}
+
+
+class LongLinesWarning:
+    """The local writer's warning of lines too long for any instance
+    (`writer.LongLines`), from the shards' counts: the count and the first
+    few by document number of the corpus and line in it."""
+
+    SHOWN = 3
+
+    @classmethod
+    def report(cls, shards, max_seq_length):
+        count = sum(s.get("long_line_count", 0) for s in shards)
+        if not count:
+            return
+        first = [line for s in shards for line in s.get("long_lines", ())][:cls.SHOWN]
+        print(f"Warning: {count:,} line(s) hold more tokens than fit one instance of "
+              f"{max_seq_length} (one sentence per line is the format):", file=sys.stderr)
+        for document, line, chars, tokens in first:
+            print(f"  document {document + 1}, line {line + 1}: a {chars:,}-character line "
+                  f"({tokens:,} tokens) becomes one instance of {max_seq_length} tokens; the "
+                  "rest is dropped (as the original does).", file=sys.stderr)
+        if count > len(first):
+            print(f"  ... and {count - len(first):,} more.", file=sys.stderr)
+        sys.stderr.flush()
 
 
 def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_bytes):
     import json
 
     shards = sorted(shards, key=lambda s: s["index"])
+    LongLinesWarning.report(shards, instance_config.max_seq_length)
     if shards:  # the block workers read the vocabulary; the launcher stays free of TensorFlow
         vocab_facts = shards[0]["vocab"]
     else:
