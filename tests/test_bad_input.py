@@ -1338,3 +1338,14 @@ def case_learn_vocab_bytes_not_utf8(a, out):
 def case_pretrain_records_by_glob_of_another_length(a, out):
     # A glob reads no manifest: the flags' lengths, checked on the first record.
     return _pretrain(a, out, input=os.path.join(a.records, "shard-*.tfrecord"), vocab_file=VOCAB)
+
+
+@case(1, lambda a, out: [f"{out} is being written by process {os.getpid()}"], "absent")
+def case_learn_vocab_second_learner_on_one_output(a, out):
+    from tf_records.records_folder import output_lock
+
+    lock = output_lock(out)  # a learner at work on the same --output
+    try:
+        return _vocab(a, out)
+    finally:
+        os.close(lock)

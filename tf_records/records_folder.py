@@ -53,6 +53,14 @@ def _hidden(target, tag):
     return os.path.join(parent, f".{name}.{tag}")
 
 
+def output_lock(target):
+    """The writer's lock of `target` (a folder or a file), held until the
+    returned descriptor is closed; `RefusedFolder` naming the holder when
+    another writer has it. The vocabulary learners take it too."""
+    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    return _lock(target)
+
+
 def _lock(target):
     path = _hidden(target, "lock")
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)

@@ -87,19 +87,29 @@ def run(values):
     """The command on parsed flags `values`; flags and files are checked
     before anything is written."""
     files = check_flags(values)
-    if values.model == "gpt":
-        learn_gpt_vocab(values, files)
-        return
-    if values.model == "xlnet":
-        learn_xlnet_vocab(values, files)
-        return
-    from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-    from training.bert_recipe import learn_wordpiece
+    from tf_records.records_folder import RefusedFolder
+    from tf_records.records_folder import output_lock
 
-    tokens = learn_wordpiece(read_lines(files), files, values.vocab_size, values.do_lower_case,
-                             num_unused=values.num_unused)
-    write_vocab(tokens, values.output)
-    print(f"Wrote {len(tokens)} tokens to {values.output}")
+    try:  # one learner at a time on one output: a second is refused
+        lock = output_lock(values.output)
+    except RefusedFolder as e:
+        raise SystemExit(str(e)) from None
+    try:
+        if values.model == "gpt":
+            learn_gpt_vocab(values, files)
+            return
+        if values.model == "xlnet":
+            learn_xlnet_vocab(values, files)
+            return
+        from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+        from training.bert_recipe import learn_wordpiece
+
+        tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,
+                                 values.do_lower_case, num_unused=values.num_unused)
+        write_vocab(tokens, values.output)
+        print(f"Wrote {len(tokens)} tokens to {values.output}")
+    finally:
+        os.close(lock)
 
 
 def check_flags(values):
