@@ -96,11 +96,11 @@ def _prepare(args, folder):
                      "tokenizer_config.json"):
             shutil.copy(os.path.join(minilm, name), folder)
     else:
+        import keras
+
         from keras_bert_impl import BertBackbone
         from keras_bert_impl import preset
         from keras_bert_impl.checkpoints import save_hf_checkpoint
-
-        import keras
 
         keras.utils.set_random_seed(SEED)
         backbone = BertBackbone.from_bert_config(preset("base").replace(vocab_size=30522))
@@ -223,7 +223,7 @@ def _worker(args):
         kind, length, batch, calls = order["kind"], order["length"], order["batch"], order["calls"]
         ids, texts = _ids(batch, length, vocab_size), _texts(batch, length)
 
-        def call():
+        def call(kind=kind, ids=ids, texts=texts, length=length):
             return side.ids(ids) if kind == "ids" else side.text(texts, length)
 
         logits = call()  # warm: the first call of a shape traces or plans

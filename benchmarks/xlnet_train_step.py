@@ -220,7 +220,7 @@ def _xlnet_pretrain(size, precision, batch_size, seq_length):
 
     from keras_bert_impl.xlnet import XLNetBackbone
     from keras_bert_impl.xlnet import XLNetPretrainer
-    from tf_records.xlnet_permutation import permute_record
+    from tf_records.xlnet.permutation import permute_record
 
     config = xlnet_config(size, seq_length, memory=True)
     model = XLNetPretrainer(XLNetBackbone.from_config_object(config, two_stream=True,

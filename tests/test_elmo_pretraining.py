@@ -25,10 +25,10 @@ from keras_bert_impl.elmo.elmo_serving import stateless_copy
 from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
 from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
 from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
-from tf_records.elmo_reader import elmo_dataset
-from tf_records.elmo_reader import target_counts
-from tf_records.elmo_writer import stream_windows
-from tf_records.elmo_writer import write_elmo_data
+from tf_records.elmo.reader import elmo_dataset
+from tf_records.elmo.reader import target_counts
+from tf_records.elmo.writer import stream_windows
+from tf_records.elmo.writer import write_elmo_data
 from training.evaluation import bilm_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -181,9 +181,9 @@ def test_records_read_back_in_stream_order_with_char_ids_of_the_tokens(tmp_path)
     assert counts.sum() == 2 * manifest["targets"] and counts[0] == counts[1] == len(sentences)
     with pytest.raises(ValueError, match="would cut them"):
         elmo_dataset(str(tmp_path / "rec"), B + 1)
-    from tf_records.lm_reader import lm_dataset
+    from tf_records.gpt.reader import lm_dataset
 
-    with pytest.raises(ValueError, match="holds 'elmo' records.*elmo_reader.elmo_dataset"):
+    with pytest.raises(ValueError, match="holds 'elmo' records.*elmo.reader.elmo_dataset"):
         lm_dataset(str(tmp_path / "rec"), B)
 
 

@@ -1,5 +1,5 @@
-"""GPT's pretraining data: contiguous windows written by `lm_writer`, read by
-`lm_reader`; and BERT's records read as the "LTR & No NSP" ablation."""
+"""GPT's pretraining data: contiguous windows written by `gpt.writer`, read by
+`gpt.reader`; and BERT's records read as the "LTR & No NSP" ablation."""
 
 import gzip
 import os
@@ -14,10 +14,10 @@ from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.tokenizers import load_vocab
+from tf_records.gpt.reader import lm_dataset
+from tf_records.gpt.schema import LmRecordSchema
+from tf_records.gpt.writer import write_lm_data
 from tf_records.instances import InstanceConfig
-from tf_records.lm_reader import lm_dataset
-from tf_records.lm_schema import LmRecordSchema
-from tf_records.lm_writer import write_lm_data
 from tf_records.reader import count_records
 from tf_records.reader import pretraining_dataset
 from tf_records.reader import read_manifest
@@ -342,7 +342,7 @@ def test_left_to_right_from_bert_records(bert_written):
 
 
 def test_encoded_examples_equal_protobuf_serialization():
-    from tf_records.lm_schema import encode_lm_examples
+    from tf_records.gpt.schema import encode_lm_examples
 
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 2**40, (30, 9))

@@ -39,7 +39,7 @@ def _snapshot(folder):
 
 def _lm(corpus, folder, **kwargs):
     from keras_bert_impl.gpt import GptTokenizer
-    from tf_records.lm_writer import write_lm_data
+    from tf_records.gpt.writer import write_lm_data
 
     vocab = os.path.join(GOLDENS, "gpt_bpe", "vocab.json")
     merges = os.path.join(GOLDENS, "gpt_bpe", "merges.txt")

@@ -23,10 +23,10 @@ from keras_bert_impl.xlnet import XLNetPretrainer
 from keras_bert_impl.xlnet import load_xlnet_checkpoint
 from keras_bert_impl.xlnet import xlnet_preset
 from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-from tf_records.xlnet_reader import target_counts
-from tf_records.xlnet_reader import xlnet_pretraining_dataset
-from tf_records.xlnet_schema import XLNetRecordSchema
-from tf_records.xlnet_writer import write_xlnet_records
+from tf_records.xlnet.reader import target_counts
+from tf_records.xlnet.reader import xlnet_pretraining_dataset
+from tf_records.xlnet.schema import XLNetRecordSchema
+from tf_records.xlnet.writer import write_xlnet_records
 from training.evaluation import plm_report
 from training.pretrain import PretrainConfig
 from training.pretrain import make_recipe

@@ -1,5 +1,5 @@
-"""XLNet's pretraining data: records written by `xlnet_writer`, read with the
-local permutation by `xlnet_reader`, proved against numpy ports of the
+"""XLNet's pretraining data: records written by `xlnet.writer`, read with the
+local permutation by `xlnet.reader`, proved against numpy ports of the
 original `data_utils.py` written here (loop by loop, as the original) and
 against the properties of section 4 of the comparison guide."""
 
@@ -13,17 +13,17 @@ from forked_python import run_python
 
 from tf_records.reader import read_manifest
 from tf_records.schema import file_sha256
-from tf_records.xlnet_instances import sample_mask
-from tf_records.xlnet_instances import sentence_boundaries
-from tf_records.xlnet_instances import split_a_and_b
-from tf_records.xlnet_permutation import local_permutation
-from tf_records.xlnet_permutation import permutation_index
-from tf_records.xlnet_reader import xlnet_features_dataset
-from tf_records.xlnet_reader import xlnet_pretraining_dataset
-from tf_records.xlnet_schema import FEATURE_NAMES
-from tf_records.xlnet_schema import XLNetRecordSchema
-from tf_records.xlnet_schema import encode_xlnet_examples
-from tf_records.xlnet_writer import write_xlnet_records
+from tf_records.xlnet.instances import sample_mask
+from tf_records.xlnet.instances import sentence_boundaries
+from tf_records.xlnet.instances import split_a_and_b
+from tf_records.xlnet.permutation import local_permutation
+from tf_records.xlnet.permutation import permutation_index
+from tf_records.xlnet.reader import xlnet_features_dataset
+from tf_records.xlnet.reader import xlnet_pretraining_dataset
+from tf_records.xlnet.schema import FEATURE_NAMES
+from tf_records.xlnet.schema import XLNetRecordSchema
+from tf_records.xlnet.schema import encode_xlnet_examples
+from tf_records.xlnet.writer import write_xlnet_records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V = 99  # XLNet's specials at XLNet's ids, then word pieces 9..98
@@ -686,7 +686,7 @@ def test_writer_deterministic_manifest_and_atomic(written, documents, vocab_file
 
 def test_interrupted_write_leaves_the_old_records(documents, vocab_file, tmp_path,
                                                       monkeypatch):
-    import tf_records.xlnet_writer as xlnet_writer
+    import tf_records.xlnet.writer as xlnet_writer
 
     out = tmp_path / "records"
     write_xlnet_records(documents, str(out), SCHEMA, V, is_start_piece, [vocab_file],

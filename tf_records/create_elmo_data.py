@@ -55,9 +55,9 @@ def run(values, progress=None):
     and writing's progress lines (`cli` passes `training.progress.Reporter()`)."""
     from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
     from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
-    from tf_records.elmo_schema import ElmoRecordSchema
-    from tf_records.elmo_writer import learn_vocab_from_text
-    from tf_records.elmo_writer import write_elmo_data
+    from tf_records.elmo.schema import ElmoRecordSchema
+    from tf_records.elmo.writer import learn_vocab_from_text
+    from tf_records.elmo.writer import write_elmo_data
     from tf_records.input_files import match_files
 
     try:

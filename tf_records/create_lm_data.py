@@ -6,7 +6,7 @@
 
 GPT's pretraining data: the documents as one token stream (BPE), cut into
 windows of max_seq_length + 1 tokens that overlap by one, in a shuffled
-order. Read it with `tf_records.lm_reader.lm_dataset`.
+order. Read it with `tf_records.gpt.reader.lm_dataset`.
 """
 
 import functools
@@ -53,9 +53,9 @@ def run(values, progress=None):
     reporter of the tokenizing's and writing's progress lines (`cli` passes
     `training.progress.Reporter()`)."""
     from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+    from tf_records.gpt.schema import LmRecordSchema
+    from tf_records.gpt.writer import write_lm_data
     from tf_records.input_files import match_files
-    from tf_records.lm_schema import LmRecordSchema
-    from tf_records.lm_writer import write_lm_data
 
     try:
         files = match_files(values.input_file, "--input_file")

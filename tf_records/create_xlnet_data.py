@@ -11,7 +11,7 @@ B streams cut into records of `reuse_len` tokens + A <sep> B <sep> <cls>
 with span masking. XLNet-Large used --seq_len=512 --reuse_len=256
 --num_predict=85 --bi_data. Train on them with the same batch size:
 `python -m training.pretrain --model=xlnet --input=data/`; read them with
-`tf_records.xlnet_reader.xlnet_pretraining_dataset`.
+`tf_records.xlnet.reader.xlnet_pretraining_dataset`.
 """
 
 import functools
@@ -70,8 +70,8 @@ def run(values, progress=None):
     writing's progress lines (`cli` passes `training.progress.Reporter()`)."""
     from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
     from tf_records.input_files import match_files
-    from tf_records.xlnet_schema import XLNetRecordSchema
-    from tf_records.xlnet_writer import write_xlnet_data
+    from tf_records.xlnet.schema import XLNetRecordSchema
+    from tf_records.xlnet.writer import write_xlnet_data
 
     try:
         files = match_files(values.input_file, "--input_file")

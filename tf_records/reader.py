@@ -37,9 +37,9 @@ def check_kind(manifest, kind):
     found = manifest["schema"].get("kind", "bert")
     if found != kind:
         readers = {"bert": "tf_records.reader.pretraining_dataset",
-                   "lm": "tf_records.lm_reader.lm_dataset",
-                   "elmo": "tf_records.elmo_reader.elmo_dataset",
-                   "xlnet": "tf_records.xlnet_reader.xlnet_pretraining_dataset"}
+                   "lm": "tf_records.gpt.reader.lm_dataset",
+                   "elmo": "tf_records.elmo.reader.elmo_dataset",
+                   "xlnet": "tf_records.xlnet.reader.xlnet_pretraining_dataset"}
         raise ValueError(
             f"{manifest['folder']} holds {found!r} records, but this reader reads {kind!r} "
             f"records. Read them with {readers.get(found, f'a {found!r} reader')}.")

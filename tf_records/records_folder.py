@@ -1,7 +1,7 @@
 """Writing a records folder as one transaction: `records_transaction`.
 
-Every local writer (`writer.py`, `lm_writer.py`, `xlnet_writer.py`,
-`elmo_writer.py`) writes its shards and manifest into a temporary folder
+Every local writer (`writer.py`, `gpt/writer.py`, `xlnet/writer.py`,
+`elmo/writer.py`) writes its shards and manifest into a temporary folder
 beside the target and swaps it in whole when complete, so a kill at any
 moment leaves the old dataset or the new one, never neither and never a
 mix. Before anything is written it takes the target's lock (a second writer

@@ -80,7 +80,7 @@ class ElmoRecipe:
         given = records_input(cfg)
         if given:
             return given
-        from tf_records.elmo_writer import write_elmo_data
+        from tf_records.elmo.writer import write_elmo_data
         from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
@@ -89,7 +89,7 @@ class ElmoRecipe:
             vocab_file = os.path.join(data_dir, "elmo_vocab", VOCAB_FILE)
             if not os.path.exists(vocab_file):
                 from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
-                from tf_records.elmo_writer import learn_vocab_from_text
+                from tf_records.elmo.writer import learn_vocab_from_text
 
                 start = time.time()
                 tokens = learn_vocab_from_text(train_files, max_size=cfg.vocab_size,
@@ -122,9 +122,9 @@ class ElmoRecipe:
         try:
             manifest = read_manifest(train_source)
         except ValueError as e:
-            raise SystemExit(f"ELMo reads records from tf_records.elmo_writer: {e}") from None
+            raise SystemExit(f"ELMo reads records from tf_records.elmo.writer: {e}") from None
         if manifest["schema"].get("kind") != "elmo":
-            raise SystemExit(f"{train_source} does not hold ELMo records (tf_records.elmo_writer).")
+            raise SystemExit(f"{train_source} does not hold ELMo records (tf_records.elmo.writer).")
         return manifest["vocab_size"]
 
     def model_config(self, vocab_size):
@@ -166,7 +166,7 @@ class ElmoRecipe:
         """bilm-tf's batches in stream order (never shuffled, whatever `shuffle`
         says; windows are all `unroll_steps` long, so no length grouping)."""
         del shuffle, length_grouping
-        from tf_records.elmo_reader import elmo_dataset
+        from tf_records.elmo.reader import elmo_dataset
 
         try:
             return elmo_dataset(source, batch_size, start_batch=start_batch, repeat=repeat,
@@ -176,7 +176,7 @@ class ElmoRecipe:
 
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
         """Held-out perplexity against the unigram model of the training targets."""
-        from tf_records.elmo_reader import target_counts
+        from tf_records.elmo.reader import target_counts
         from training.evaluation import bilm_report
 
         if not heldout_source:

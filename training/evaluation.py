@@ -134,7 +134,7 @@ def bilm_report(model, heldout, train_counts):
     Args:
         model: an `ElmoLanguageModel` (stateful or not).
         heldout: one pass of held-out `(x, y, sample_weight)` batches
-            (`tf_records.elmo_reader.elmo_dataset(..., repeat=False)`).
+            (`tf_records.elmo.reader.elmo_dataset(..., repeat=False)`).
         train_counts: int `(V,)`, how often each id is a training target.
     """
     import numpy as np

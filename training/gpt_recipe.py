@@ -72,7 +72,7 @@ class GptRecipe:
         given = records_input(cfg)
         if given:
             return given
-        from tf_records.lm_writer import write_lm_data
+        from tf_records.gpt.writer import write_lm_data
         from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
@@ -114,7 +114,7 @@ class GptRecipe:
         try:
             return read_manifest(train_source)["vocab_size"]
         except ValueError as e:
-            raise SystemExit(f"GPT reads records from tf_records.lm_writer: {e}") from None
+            raise SystemExit(f"GPT reads records from tf_records.gpt.writer: {e}") from None
 
     def build_model(self, vocab_size):
         from keras_bert_impl.gpt import GptBackbone
@@ -138,7 +138,7 @@ class GptRecipe:
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
                 repeat=True, shuffle=True, length_grouping=0):
         del length_grouping  # LM windows are packed back to back: no padding to cut
-        from tf_records.lm_reader import lm_dataset
+        from tf_records.gpt.reader import lm_dataset
 
         cfg = self.cfg
         return lm_dataset(source, batch_size, shuffle_buffer=cfg.shuffle_buffer if shuffle else 0,

@@ -41,7 +41,7 @@ row per stream, no gradient. One device, `MirroredStrategy` or
 `MultiWorkerMirroredStrategy`: each replica keeps its own rows, replica r
 of R holding streams r * B / R .. (r + 1) * B / R - 1 of every batch, the
 split of one batch in order. Each worker's input pipeline reads every
-record and keeps its replicas' streams only (`xlnet_reader`), so R
+record and keeps its replicas' streams only (`xlnet.reader`), so R
 replicas on any number of workers see the one device's batches, row for
 row and permutation for permutation (tested against one device with 2
 workers). TPUs are refused: the per-replica memory is untested there (the
@@ -152,7 +152,7 @@ class XLNetRecipe:
 
     def _schema(self, config):
         """The records' schema: read from a records folder, else from the flags."""
-        from tf_records.xlnet_schema import XLNetRecordSchema
+        from tf_records.xlnet.schema import XLNetRecordSchema
 
         cfg = self.cfg
         if is_tfrecords(cfg.input) and (os.path.isdir(cfg.input) or cfg.input.endswith(".json")):
@@ -212,7 +212,7 @@ class XLNetRecipe:
             if heldout and not is_tfrecords(heldout):
                 raise SystemExit("--heldout_input must be TFRecords when --input is.")
             return cfg.input, heldout, cfg.vocab_file or None
-        from tf_records.xlnet_writer import tokenized_documents
+        from tf_records.xlnet.writer import tokenized_documents
         from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
@@ -272,7 +272,7 @@ class XLNetRecipe:
         return path
 
     def _write(self, documents, folder, schema, tokenizer, vocab_file, seed, progress):
-        from tf_records.xlnet_writer import write_xlnet_records
+        from tf_records.xlnet.writer import write_xlnet_records
 
         try:
             return write_xlnet_records(
@@ -354,7 +354,7 @@ class XLNetRecipe:
         batches of `batch_size` of this pipeline.
         """
         del shuffle, length_grouping
-        from tf_records.xlnet_reader import xlnet_pretraining_dataset
+        from tf_records.xlnet.reader import xlnet_pretraining_dataset
 
         schema = None
         if not (os.path.isdir(source) or source.endswith(".json")):
@@ -394,7 +394,7 @@ class XLNetRecipe:
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
         """Held-out permutation-LM accuracy and perplexity against the unigram
         model of the training targets; a few words filled in."""
-        from tf_records.xlnet_reader import target_counts
+        from tf_records.xlnet.reader import target_counts
         from training.evaluation import fill_in_examples
         from training.evaluation import plm_report
 
@@ -442,7 +442,7 @@ class XLNetRecipe:
 def _every_pass(files, tokenizer, passes):
     """The tokenized documents of `files`, `passes` times over, each pass
     with its own progress lines."""
-    from tf_records.xlnet_writer import tokenized_documents
+    from tf_records.xlnet.writer import tokenized_documents
     from training.progress import Reporter
 
     for number in range(1, passes + 1):

@@ -24,7 +24,7 @@ class ElmoLanguageModel(KerasStrategyFixes, keras.Model):
     next token; the backward LM reads the window of the reverse stream
     (every sentence reversed in place: `</S> wn .. w1`) left to right and
     predicts each next token of it, i.e. the word before in the text. Both
-    windows come from `tf_records.elmo_reader`. The backbone's character
+    windows come from `tf_records.elmo.reader`. The backbone's character
     encoder embeds both; its `forward_lstm` and `backward_lstm` run them;
     dropout hits the top outputs, then one `ElmoSoftmax` scores both. The
     loss is `0.5 * (CE_forward + CE_backward)`, each the mean over the real
@@ -158,7 +158,7 @@ class ElmoLanguageModel(KerasStrategyFixes, keras.Model):
                 for d in DIRECTIONS}
 
     def _symbolic_batch(self):
-        """`(x, y, sample_weight)` specs: `tf_records.elmo_reader`'s batches."""
+        """`(x, y, sample_weight)` specs: `tf_records.elmo.reader`'s batches."""
         import tensorflow as tf
 
         chars = self.backbone.elmo_config.max_characters_per_token

@@ -20,7 +20,7 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
     `compile()` with no loss sets the language-model cross-entropy averaged
     over the real targets (sample weight: 1 where the next token is real)
     and the next-token accuracy, so a dataset of
-    `(x, {"lm": next_ids}, {"lm": next_mask})` (see `tf_records.lm_reader`)
+    `(x, {"lm": next_ids}, {"lm": next_mask})` (see `tf_records.gpt.reader`)
     trains with a plain `fit`.
 
     Args:

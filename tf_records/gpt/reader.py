@@ -10,8 +10,8 @@ import os
 
 import tensorflow as tf
 
-from tf_records.lm_schema import LmRecordSchema
-from tf_records.lm_schema import to_model_inputs
+from tf_records.gpt.schema import LmRecordSchema
+from tf_records.gpt.schema import to_model_inputs
 from tf_records.plain import plain
 from tf_records.reader import check_kind
 from tf_records.reader import check_shard_framing
@@ -49,7 +49,7 @@ def lm_dataset(
     at a step needs), reading and dropping at most one pass's records.
 
     Args:
-        source: str. A folder or its `manifest.json` from `lm_writer`.
+        source: str. A folder or its `manifest.json` from `gpt.writer`.
         batch_size: int. Per input pipeline (per worker under a strategy).
         seq_length: optional int. The S the caller expects; an error if the
             records were written with another.

@@ -25,11 +25,11 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.bert_config import write_json_atomic
+from tf_records.gpt.schema import LmRecordSchema
+from tf_records.gpt.schema import encode_lm_examples
 from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
-from tf_records.lm_schema import LmRecordSchema
-from tf_records.lm_schema import encode_lm_examples
 from tf_records.records_folder import transactional
 from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION

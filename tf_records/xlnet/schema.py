@@ -193,7 +193,7 @@ def to_model_inputs(features):
     """Batched reader features -> `(x, y, sample_weight)` for the permutation LM's `fit`.
 
     Args:
-        features: dict from `xlnet_permutation.permute_record`, batched:
+        features: dict from `xlnet.permutation.permute_record`, batched:
             `input_k`, `seg_id` `(B, L)`, `perm_mask` `(B, L, L)`,
             `target_mapping` `(B, P, L)`, `target`, `target_mask` `(B, P)`.
 

@@ -10,7 +10,7 @@ up, so every row is a stream of whole sentences packed back to back and
 row k of batch t + 1 continues row k of batch t. Where bilm-tf drops the
 incomplete last batch, this pads it (`target_mask` 0), so every token is
 trained on. Records are written batch after batch, row by row, into
-shards of consecutive batches; `elmo_reader.elmo_dataset` reads them back
+shards of consecutive batches; `elmo.reader.elmo_dataset` reads them back
 in that order.
 
 The sentences are held in memory (bilm-tf loads a whole shard of its
@@ -32,9 +32,9 @@ from keras_bert_impl.elmo.char_ids import EOS_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import UNK_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
 from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
-from tf_records.elmo_schema import SUFFIX
-from tf_records.elmo_schema import ElmoRecordSchema
-from tf_records.elmo_schema import encode_elmo_example
+from tf_records.elmo.schema import SUFFIX
+from tf_records.elmo.schema import ElmoRecordSchema
+from tf_records.elmo.schema import encode_elmo_example
 from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes

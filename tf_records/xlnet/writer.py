@@ -1,9 +1,9 @@
 """Tokenized documents -> XLNet pretraining TFRecords + `manifest.json`.
 
-The records are made by `xlnet_instances` (the original `data_utils.py`'s
+The records are made by `xlnet.instances` (the original `data_utils.py`'s
 rules); this module tokenizes text, checks ids and writes them. Records are
 written batch after batch, row k of a batch in place k, into shards of
-consecutive batches; `xlnet_reader` reads them back in that order.
+consecutive batches; `xlnet.reader` reads them back in that order.
 
 The stream is held in memory as int32 (the original holds it likewise);
 write a large corpus as several folders. Every shard is written under a
@@ -25,12 +25,12 @@ from tf_records.schema import MANIFEST_FILE
 from tf_records.schema import MANIFEST_VERSION
 from tf_records.schema import file_sha256
 from tf_records.writer import read_documents
-from tf_records.xlnet_instances import MAX_GRAM
-from tf_records.xlnet_instances import document_stream
-from tf_records.xlnet_instances import start_piece_table
-from tf_records.xlnet_instances import xlnet_batches
-from tf_records.xlnet_schema import XLNetRecordSchema
-from tf_records.xlnet_schema import encode_xlnet_examples
+from tf_records.xlnet.instances import MAX_GRAM
+from tf_records.xlnet.instances import document_stream
+from tf_records.xlnet.instances import start_piece_table
+from tf_records.xlnet.instances import xlnet_batches
+from tf_records.xlnet.schema import XLNetRecordSchema
+from tf_records.xlnet.schema import encode_xlnet_examples
 
 _RECORDS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
 

@@ -1,7 +1,7 @@
 """ELMo TFRecords -> the `tf.data` pipeline `ElmoLanguageModel.fit` takes.
 
 The records are bilm-tf's batches, one window of one row each, in reading
-order (`elmo_schema`); this reader batches them in file order, never
+order (`elmo.schema`); this reader batches them in file order, never
 shuffling (a shuffle would cut the streams the LSTM states follow). The
 same manifest checks as the other readers (framing and counts always,
 sha256 on request). Passes repeat the same order; `start_batch=k` gives
@@ -14,9 +14,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tf_records.elmo_schema import SUFFIX
-from tf_records.elmo_schema import ElmoRecordSchema
-from tf_records.elmo_schema import to_model_inputs
+from tf_records.elmo.schema import SUFFIX
+from tf_records.elmo.schema import ElmoRecordSchema
+from tf_records.elmo.schema import to_model_inputs
 from tf_records.plain import plain
 from tf_records.reader import check_kind
 from tf_records.reader import check_shard_framing
@@ -40,10 +40,10 @@ def elmo_dataset(
 
     `x = {"char_ids", "char_ids_reverse"}` int32 `(B, T, C)`, `y =
     {"forward", "backward"}` int32 `(B, T)` target ids, `sample_weight`
-    float32 `(B, T)` per direction (see `elmo_schema.to_model_inputs`).
+    float32 `(B, T)` per direction (see `elmo.schema.to_model_inputs`).
 
     Args:
-        source: str. A folder or its `manifest.json` from `elmo_writer`.
+        source: str. A folder or its `manifest.json` from `elmo.writer`.
         batch_size: int. Must equal the streams the records were written
             with (the manifest's `batch_size`).
         max_characters_per_token: int. C (the model's).

@@ -30,9 +30,9 @@ reproduced, its rules and statistics are).
 
 import numpy as np
 
-from tf_records.xlnet_schema import SEGMENT_A
-from tf_records.xlnet_schema import SEGMENT_B
-from tf_records.xlnet_schema import SEGMENT_CLS
+from tf_records.xlnet.schema import SEGMENT_A
+from tf_records.xlnet.schema import SEGMENT_B
+from tf_records.xlnet.schema import SEGMENT_CLS
 
 # N=tokens in the stream, B=batch (rows), T=tokens per row, L=seq_len, R=reuse_len
 

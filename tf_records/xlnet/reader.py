@@ -1,10 +1,10 @@
 """XLNet TFRecords -> the `tf.data` pipeline the permutation LM's `fit` takes.
 
-The records are B interleaved streams in reading order (`xlnet_schema`):
+The records are B interleaved streams in reading order (`xlnet.schema`):
 this reader batches B records in file order, so row k of batch t + 1
 continues row k of batch t, which is what makes the Transformer-XL memory
 carried from batch to batch meaningful. Each record gets its local
-permutation when read (`xlnet_permutation`), a new one every pass, from a
+permutation when read (`xlnet.permutation`), a new one every pass, from a
 stateless seed `(seed, record index)`: `start_batch=k` gives exactly the
 stream from batch k on. Several input pipelines (one per worker) each
 keep their own streams, B / N rows of every batch. The same manifest
@@ -26,9 +26,9 @@ from tf_records.reader import count_records
 from tf_records.reader import read_manifest
 from tf_records.reader import verify_shards
 from tf_records.schema import MANIFEST_FILE
-from tf_records.xlnet_permutation import permute_record
-from tf_records.xlnet_schema import XLNetRecordSchema
-from tf_records.xlnet_schema import to_model_inputs
+from tf_records.xlnet.permutation import permute_record
+from tf_records.xlnet.schema import XLNetRecordSchema
+from tf_records.xlnet.schema import to_model_inputs
 
 # B=batch (streams), L=seq_len, R=reuse_len, P=num_predict, K=perm_size
 
@@ -53,7 +53,7 @@ def xlnet_features_dataset(
     float32 `(B, P, L)`, `target` int32 `(B, P)`, `target_mask` float32
     `(B, P)`, `input_k` int32 `(B, L)`, `input_q` float32 `(B, L)`,
     `seg_id` int32 `(B, L)` and `label` int32 `(B, 1)`
-    (`xlnet_permutation.permute_record`). Arguments as
+    (`xlnet.permutation.permute_record`). Arguments as
     `xlnet_pretraining_dataset`.
     """
     schema, files, counts = _source(source, schema)
@@ -137,10 +137,10 @@ def xlnet_pretraining_dataset(
     float32 `(B, L, L)` (1: row i may not attend to j) and `"target_mapping"`
     float32 `(B, P, L)`; `y` int32 `(B, P)` the predicted tokens;
     `sample_weight` float32 `(B, P)`, 0 on padding rows of `target_mapping`
-    (`xlnet_schema.to_model_inputs`).
+    (`xlnet.schema.to_model_inputs`).
 
     Args:
-        source: str. A folder or its `manifest.json` from `xlnet_writer`, or
+        source: str. A folder or its `manifest.json` from `xlnet.writer`, or
             a file pattern of TFRecords (e.g. written by the original
             `data_utils.py`; then `schema` gives the lengths and ids).
         batch_size: int. Must equal the streams the records were written

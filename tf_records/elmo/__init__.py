@@ -1,0 +1,1 @@
+"""ELMo's records: streams of sentences in windows, as bilm-tf reads them (`create_elmo_data`)."""

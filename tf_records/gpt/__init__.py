@@ -1,0 +1,1 @@
+"""GPT's records: windows of contiguous tokens for the next-token LM (`create_lm_data`)."""
