@@ -88,7 +88,7 @@ def _child(setting, data_dir, steps):
         cpu_op_threads(slices)  # before TensorFlow starts, as the main job
     import keras
 
-    from training.bert_recipe import BertRecipe
+    from training.bert.recipe import BertRecipe
     from training.optimization import OptimizerConfig
     from training.optimization import create_optimizer
 
@@ -129,7 +129,7 @@ def main(argv):
         return _child(FLAGS.child, FLAGS.data_dir, FLAGS.steps)
     for setting in FLAGS.settings:
         _setting(setting)  # a bad setting stops before anything runs
-    from training.bert_recipe import BertRecipe
+    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
 
     out = FLAGS.data_dir or tempfile.mkdtemp(prefix="real_tokens_")

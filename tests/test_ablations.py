@@ -234,9 +234,9 @@ def test_task_builder_files_and_answers(tmp_path):
     held out of pretraining."""
     from tasks import glue
     from tasks import squad
-    from training.ablation_tasks import HELDOUT_PERCENT
-    from training.ablation_tasks import INTERNET_SOURCES
-    from training.ablation_tasks import write_ablation_tasks
+    from training.ablation.tasks import HELDOUT_PERCENT
+    from training.ablation.tasks import INTERNET_SOURCES
+    from training.ablation.tasks import write_ablation_tasks
     from training.default_corpus import document_sources
     from training.default_corpus import write_default_corpus
 
@@ -301,9 +301,9 @@ def test_task_builder_files_and_answers(tmp_path):
 def test_intervals_paired_differences_and_verdicts():
     """The statistics on numbers worked by hand: t(0.975, 2) = 4.302653 and
     t(0.975, 4) = 2.776445."""
-    from training.ablation_stats import cell_interval
-    from training.ablation_stats import paired_difference
-    from training.ablation_stats import verdict
+    from training.ablation.stats import cell_interval
+    from training.ablation.stats import paired_difference
+    from training.ablation.stats import verdict
 
     stats = cell_interval([70.0, 72.0, 74.0])
     assert stats["mean"] == 72.0 and stats["std"] == 2.0 and stats["n"] == 3
@@ -329,9 +329,9 @@ def test_committed_results_recompute_to_their_verdicts():
     """docs/results/: every cell's interval and every direction's paired
     difference and verdict recomputed from the seeds' scores in the JSON,
     and the tables in docs/results/README.md are the JSON's."""
-    from training.ablation_stats import cell_interval
-    from training.ablation_stats import paired_difference
-    from training.ablation_stats import verdict
+    from training.ablation.stats import cell_interval
+    from training.ablation.stats import paired_difference
+    from training.ablation.stats import verdict
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for name in ("table5", "table1"):
@@ -352,7 +352,7 @@ def test_committed_results_recompute_to_their_verdicts():
                                          seeds.get((direction["worse"], task), {}))
                 assert found["difference"] == pytest.approx(diff)
                 assert found["verdict"] == verdict(diff)
-    from training.ablation_table import format_markdown
+    from training.ablation.table import format_markdown
 
     tables = [json.load(open(os.path.join(root, "docs", "results", f"{name}.json")))
               for name in ("table5", "table1")]
@@ -477,8 +477,8 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
     pretraining's from the full budget) with their intervals."""
     from PIL import Image
 
-    from training import ablation_scaling
     from training import ablations
+    from training.ablation import scaling as ablation_scaling
 
     ran = []
 

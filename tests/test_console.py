@@ -109,8 +109,8 @@ def test_entry_points_load_tensorflow_only_after_the_console_is_set_up():
     console is set up in `cli()`, after the import, and TensorFlow's import
     noise would reach the terminal first."""
     modules = ["training.pretrain", "training.finetune", "training.learn_vocab",
-               "training.convert_checkpoint", "training.ablations", "training.ablation_tasks",
-               "training.word_order_task", "tf_records.create_pretraining_data",
+               "training.convert_checkpoint", "training.ablations", "training.ablation.tasks",
+               "training.ablation.word_order_task", "tf_records.create_pretraining_data",
                "tf_records.create_elmo_data", "tf_records.create_lm_data",
                "tf_records.create_xlnet_data", "tf_records.beam_pretraining_data"]
     script = textwrap.dedent("""

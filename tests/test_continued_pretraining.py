@@ -85,7 +85,7 @@ def test_continued_pretraining_starts_from_the_checkpoint():
     ({"do_lower_case": False}, "--do_lower_case=False, but --init_checkpoint="),
     ({"max_seq_length": 1024}, "exceeds --init_checkpoint="),
     ({"vocab_size": 8000}, "--vocab_size=8000, but --init_checkpoint="),
-    ({"model": "gpt"}, "--init_checkpoint is BERT's"),
+    ({"model": "elmo"}, "--init_checkpoint continues BERT, GPT or XLNet"),
     ({"vocab_file": "OTHER"}, "is not --init_checkpoint="),
 ])
 def test_continued_pretraining_refuses_what_the_checkpoint_contradicts(

@@ -164,7 +164,7 @@ def test_config_round_trip_and_save_load(odd_backbone, tmp_path):
     assert len(loaded.trainable_weights) == len(model.trainable_weights)
     assert (loaded.hidden_units, loaded.l2_coef, loaded.do_layer_norm) == (9, 0.001, False)
     # A saved ELMo task model is an --init_checkpoint: its biLM, as it was.
-    from training.finetune_elmo import build_elmo_backbone
+    from training.elmo.finetune import build_elmo_backbone
 
     again = build_elmo_backbone(FinetuneConfig(model="elmo",
                                                init_checkpoint=str(tmp_path / "model.keras")))
@@ -211,7 +211,7 @@ def test_bilm_tf_model_as_the_frozen_bilm(bilm_fixture):
     point; the task model's features for a sentence are ElmoBackbone's own
     lm_embeddings, and their top layer is bilm-tf's (its first sentence, read
     from zero states); the initial mix is their mean."""
-    from training.finetune_elmo import build_elmo_backbone
+    from training.elmo.finetune import build_elmo_backbone
 
     backbone = build_elmo_backbone(FinetuneConfig(model="elmo", init_checkpoint=bilm_fixture))
     model = ElmoTokenTagger(backbone, num_labels=5, lstm_units=8)
@@ -362,7 +362,7 @@ def test_word_rows_become_elmo_char_ids(tmp_path):
     `<S> words </S>` whose character ids are `batch_char_ids`' exactly; long
     texts are truncated to max_seq_length - 2 words."""
     from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-    from training.finetune_elmo import make_elmo_task as make_task
+    from training.elmo.finetune import make_elmo_task as make_task
 
     rte = tmp_path / "RTE"
     rte.mkdir()
@@ -404,7 +404,7 @@ def test_word_rows_become_elmo_char_ids(tmp_path):
 
 
 def test_elmo_checkpoint_files(tmp_path, bilm_fixture):
-    from training.finetune_elmo import elmo_checkpoint_files
+    from training.elmo.finetune import elmo_checkpoint_files
 
     assert elmo_checkpoint_files(bilm_fixture) == (
         os.path.join(bilm_fixture, "options.json"), os.path.join(bilm_fixture, "lm_weights.hdf5"))
@@ -457,7 +457,7 @@ def test_finetune_elmo_refuses_clearly(tmp_path, changes, message):
 
 
 def test_glue_windows_are_refused(tmp_path):
-    from training.finetune_elmo import make_elmo_task as make_task
+    from training.elmo.finetune import make_elmo_task as make_task
 
     cfg = FinetuneConfig(model="elmo", task="glue/sst2", data_dir=str(tmp_path), window_stride=8)
     with pytest.raises(SystemExit, match="--window_stride"):

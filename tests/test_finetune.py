@@ -210,9 +210,9 @@ def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
     264 s in CI on such a CPU; in float32 219 s wall, 160 s of CPU, while
     an experiment shared the 2 cores). Float32: dev accuracy 0.758 against
     0.540 for bag-of-words."""
+    from training.ablation.word_order_task import bag_of_words_accuracy
+    from training.ablation.word_order_task import write_word_order_task
     from training.distribution import cpu_bfloat16
-    from training.word_order_task import bag_of_words_accuracy
-    from training.word_order_task import write_word_order_task
 
     task = write_word_order_task(str(tmp_path / "word_order"), num_train=3000, num_dev=600)
     bigram = bag_of_words_accuracy(task, (1, 2))

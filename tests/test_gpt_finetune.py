@@ -418,7 +418,7 @@ def test_finetune_gpt_end_to_end(tmp_path):
 def test_gpt_encodings_of_the_task_readers(tmp_path):
     """SWAG, NER and an entailment GLUE task through `make_task`, with a stand-in tokenizer."""
     from training.finetune import FinetuneConfig
-    from training.finetune_gpt import make_gpt_task as make_task
+    from training.gpt.finetune import make_gpt_task as make_task
 
     class Words:
         vocab_size = 50
@@ -466,7 +466,7 @@ def test_gpt_backbone_from_checkpoints(backbone, tmp_path):
     """A Hugging Face folder gets the three rows; a fine-tuned `.keras` has them already."""
     from keras_bert_impl.gpt import load_gpt_checkpoint
     from training.finetune import FinetuneConfig
-    from training.finetune_gpt import build_gpt_backbone
+    from training.gpt.finetune import build_gpt_backbone
 
     folder = os.path.join(os.path.dirname(__file__), "goldens", "gpt_parity")  # vocab 99
     grown = build_gpt_backbone(FinetuneConfig(model="gpt", init_checkpoint=folder), 99)

@@ -151,8 +151,8 @@ def test_data_creation_and_vocabulary_progress(tmp_path, capsys):
     from tf_records.writer import WriterConfig
     from tf_records.writer import read_documents
     from tf_records.writer import write_pretraining_data
-    from training.bert_recipe import learn_wordpiece
-    from training.bert_recipe import writing_progress
+    from training.bert.recipe import learn_wordpiece
+    from training.bert.recipe import writing_progress
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
     vocab = str(tmp_path / "vocab.txt")
@@ -241,7 +241,7 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
     from tf_records.reader import read_manifest
     from tf_records.writer import read_documents
     from training import learn_vocab
-    from training.gpt_recipe import GptRecipe
+    from training.gpt.recipe import GptRecipe
     from training.pretrain import PretrainConfig
     from training.progress import Reporter
 
@@ -295,7 +295,7 @@ def test_elmo_vocabulary_and_stream_progress(tmp_path, capsys, every_update):
 
     from tf_records import create_elmo_data
     from tf_records.reader import read_manifest
-    from training.elmo_recipe import ElmoRecipe
+    from training.elmo.recipe import ElmoRecipe
     from training.pretrain import PretrainConfig
     from training.progress import Reporter
 
@@ -339,7 +339,7 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
     from training import learn_vocab
     from training.pretrain import PretrainConfig
     from training.progress import Reporter
-    from training.xlnet_recipe import XLNetRecipe
+    from training.xlnet.recipe import XLNetRecipe
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
     text_lines = sum(1 for line in open(text, encoding="utf-8") if line.strip())

@@ -87,8 +87,8 @@ def _gpt_backbone(vocab_size):
 
 
 def _gpt_task(cfg, name=None):
-    from training.finetune_gpt import GptGlueTask
-    from training.finetune_gpt import make_gpt_task
+    from training.gpt.finetune import GptGlueTask
+    from training.gpt.finetune import make_gpt_task
 
     tokenizer = GptTokenizer(VOCAB, MERGES)
     return make_gpt_task(cfg, tokenizer) if name is None else GptGlueTask(cfg, tokenizer, name)
@@ -200,7 +200,7 @@ def _elmo_words(task, ids):
 @pytest.mark.parametrize("pair", [False, True])
 def test_elmo_classifier_text_signature_reads_the_finetuning_words(tmp_path, pair):
     from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
-    from training.finetune_elmo import make_elmo_task
+    from training.elmo.finetune import make_elmo_task
 
     cfg = _config(tmp_path, "elmo", pair, max_seq_length=8)
     task = make_elmo_task(cfg, BasicTokenizer(do_lower_case=False))  # the entry point's

@@ -509,7 +509,8 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
             assert pretrain._unset_mixed_precision(cfg) is expected, (model, strategy, tpu)
     monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda: True)
     run = tmp_path / "run"
-    run.mkdir()
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "ckpt-1.index").write_text("")  # a run that trained keeps its choice
     for saved in (False, True):
         (run / "run_config.json").write_text(json.dumps({"mixed_precision": saved}))
         cfg = pretrain.PretrainConfig(output_dir=str(run))
@@ -557,7 +558,7 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
     no sentence pairs, so BERT's objective is MLM alone; one fit step on them.
     Other families refuse the flag."""
     from keras_bert_impl import BertMaskedLMPretrainer
-    from training.bert_recipe import BertRecipe
+    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
     from training.pretrain import make_recipe
 
@@ -586,7 +587,7 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
 
 
 def test_unknown_bert_preset_is_refused_before_anything_is_written(tmp_path):
-    from training.bert_recipe import BertRecipe
+    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
 
     with pytest.raises(SystemExit, match="--preset='nope' is not a BERT size: tiny, mini"):

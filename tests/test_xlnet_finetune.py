@@ -113,7 +113,7 @@ def test_readers_bert_layout_moves_into_xlnets(tokenizer):
     gives transformers' rows too; an empty B is a single text there, as the
     original `classifier_utils` (`if example.text_b`)."""
     from tasks import glue
-    from training.finetune_xlnet import _XLNetPieces
+    from training.xlnet.finetune import _XLNetPieces
 
     golden = json.load(open(LAYOUTS, encoding="utf-8"))
     for case in golden["cases"]:
@@ -399,7 +399,7 @@ def test_squad_windows_and_decoding_recover_the_answers(tokenizer, tmp_path):
 
 def test_ner_rows_keep_labels_on_each_words_first_piece(tokenizer, tmp_path):
     from tasks import conll
-    from training.finetune_xlnet import make_xlnet_task
+    from training.xlnet.finetune import make_xlnet_task
 
     folder = tmp_path / "conll"
     folder.mkdir()
@@ -425,7 +425,7 @@ def test_ner_rows_keep_labels_on_each_words_first_piece(tokenizer, tmp_path):
 
 
 def test_grouped_batches_cut_left_padding_and_keep_rows():
-    from training.finetune_xlnet import grouped_left_padded_batches
+    from training.xlnet.finetune import grouped_left_padded_batches
 
     rng = np.random.default_rng(3)
     texts = [rng.integers(9, 99, n).tolist() for n in rng.integers(1, 30, 12)]
@@ -615,8 +615,8 @@ def test_backbones_for_fine_tuning():
     """A Hugging Face folder loads without memory; its 99 rows cannot read a
     4,000-piece model; a two-stream memory backbone becomes the content
     stream alone with the same weights and the same outputs."""
-    from training.finetune_xlnet import _for_fine_tuning
-    from training.finetune_xlnet import build_xlnet_backbone
+    from training.xlnet.finetune import _for_fine_tuning
+    from training.xlnet.finetune import build_xlnet_backbone
 
     cfg = FinetuneConfig(model="xlnet", init_checkpoint=PARITY, vocab_file=SPM)
     backbone = build_xlnet_backbone(cfg, 99)

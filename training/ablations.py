@@ -11,16 +11,16 @@ Pre-registration
 ----------------
 Fixed on 2026-11-28 and committed before any ablation system (No NSP,
 LTR, + BiLSTM, GPT, ELMo, XLNet, feature-based BERT) was run under it. The
-calibration that chose the tasks (`training.ablation_calibration`) ran only
+calibration that chose the tasks (`training.ablation.calibration`) ran only
 BERT and the same model without pretraining, to ask whether a task can be
 learned at all at this scale and whether pretraining helps; what it found
 is in the commit message that introduced this design.
 
 - Corpus: the default corpus (`training.default_corpus`: the standard
   library's docstrings and pydoc topics), 15% of its documents held out of
-  pretraining (`training.ablation_tasks.HELDOUT_PERCENT`); every dev row
+  pretraining (`training.ablation.tasks.HELDOUT_PERCENT`); every dev row
   comes from held-out documents.
-- Tasks (`training.ablation_tasks`, official layouts read by
+- Tasks (`training.ablation.tasks`, official layouts read by
   `training.finetune` as they are):
   - topic (single sentence, SST-2 layout): is a sentence from the library
     reference's internet chapters or from elsewhere;
@@ -59,11 +59,11 @@ is in the commit message that introduced this design.
   validation score (seed 0, trained on the 2,500 rows; a tie goes to the
   smaller rate); five seeds at that rate are then scored on dev, which no
   choice looked at.
-- Statistics (`training.ablation_stats`): per cell the mean and 95%
+- Statistics (`training.ablation.stats`): per cell the mean and 95%
   t interval over the five seeds; per direction the paired difference over
   seeds (seed k with seed k) with its 95% t interval; "reproduced" when the
   interval is above 0, "contradicted" when below, else "inconclusive".
-- Directions (`training.ablation_table.DIRECTIONS`): robust, expected to
+- Directions (`training.ablation.table.DIRECTIONS`): robust, expected to
   be reproduced: No NSP > LTR on answer sentence and span QA; + BiLSTM >
   LTR on span QA; BERT > No pretraining on every task. Reported as
   measured: NSP's effect (BERT vs No NSP), + BiLSTM on the pair task,
@@ -99,13 +99,13 @@ import traceback
 from tf_records.input_files import check_output_folder
 from training import console
 from training import keras_extras
-from training.ablation_table import PRETRAINED
-from training.ablation_table import SYSTEMS
-from training.ablation_table import TASKS
-from training.ablation_table import build_tables
-from training.ablation_table import format_tables
-from training.ablation_table import plot_table
-from training.ablation_table import pretraining_scores
+from training.ablation.table import PRETRAINED
+from training.ablation.table import SYSTEMS
+from training.ablation.table import TASKS
+from training.ablation.table import build_tables
+from training.ablation.table import format_tables
+from training.ablation.table import plot_table
+from training.ablation.table import pretraining_scores
 from training.config_flags import check_at_least
 from training.config_flags import define_flags
 from training.config_flags import from_flags
@@ -199,7 +199,7 @@ def main(argv):
         cfg = dataclasses.replace(cfg, **{k: v for k, v in QUICK.items()
                                          if getattr(cfg, k) == getattr(defaults, k)})
     if cfg.scaling:
-        from training.ablation_scaling import run_scaling
+        from training.ablation.scaling import run_scaling
 
         sys.exit(run_scaling(cfg))
     sys.exit(run(cfg))
@@ -302,7 +302,7 @@ def run(cfg):
             write_json(os.path.join(cfg.output_dir, "settings.json"), settings)
         say(f"Table 5 in miniature -> {cfg.output_dir}\n  {json.dumps(dataclasses.asdict(cfg))}")
         corpus = _write_corpus(cfg)
-        from training.ablation_tasks import write_ablation_tasks
+        from training.ablation.tasks import write_ablation_tasks
 
         say("Tasks ...")
         tasks = write_ablation_tasks(os.path.join(cfg.output_dir, "tasks"), cfg.num_train,
@@ -324,7 +324,7 @@ def run(cfg):
             f.write(text.lstrip("\n") + "\n")
         os.replace(os.path.join(cfg.output_dir, "tables.txt.tmp"),
                    os.path.join(cfg.output_dir, "tables.txt"))
-        from training.ablation_table import format_markdown
+        from training.ablation.table import format_markdown
 
         with open(os.path.join(cfg.output_dir, "tables.md.tmp"), "w", encoding="utf-8") as f:
             f.write(format_markdown(table5, table1))
@@ -343,7 +343,7 @@ def run(cfg):
 
 def _write_corpus(cfg):
     """`{"train": path, "heldout": path}` of the default corpus (quick: its first documents)."""
-    from training.ablation_tasks import HELDOUT_PERCENT
+    from training.ablation.tasks import HELDOUT_PERCENT
     from training.default_corpus import write_default_corpus
 
     folder = os.path.join(cfg.output_dir, "corpus")
@@ -646,7 +646,7 @@ def _finetune_config(cfg, system, task, split, rate, k, folder):
     data = os.path.join(cfg.output_dir, "tasks", task.name)
     length = task.max_seq_length
     if system.model == "elmo":
-        from training.ablation_tasks import MAX_WORDS
+        from training.ablation.tasks import MAX_WORDS
 
         length = MAX_WORDS + 2  # ELMo counts words, <S> and </S>
     return FinetuneConfig(

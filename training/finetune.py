@@ -53,8 +53,8 @@ cased unless `--do_lower_case` is given.
 
 This file holds the flags, the run and BERT's defaults and backbone;
 `resolve` and `build_backbone` hand `--model=gpt`, `--model=elmo` and
-`--model=xlnet` to `training/finetune_gpt.py`, `training/finetune_elmo.py`
-and `training/finetune_xlnet.py` (their defaults, checkpoint lookup,
+`--model=xlnet` to `training/gpt/finetune.py`, `training/elmo/finetune.py`
+and `training/xlnet/finetune.py` (their defaults, checkpoint lookup,
 backbones and tasks); the tasks are built by
 `training/finetune_tasks.py`.
 """
@@ -76,7 +76,7 @@ from training.config_flags import from_flags
 
 # `--model=bert` (and GPT: weight decay 0.01): warmup over 10% of the steps,
 # then linear decay. GPT's, ELMo's and XLNet's own defaults:
-# `training.finetune_gpt`, `training.finetune_elmo` and `training.finetune_xlnet`.
+# `training.gpt.finetune`, `training.elmo.finetune` and `training.xlnet.finetune`.
 BERT_WARMUP_PROPORTION = 0.1
 BERT_WEIGHT_DECAY = 0.01
 
@@ -249,15 +249,15 @@ def with_checkpoint_by_name(cfg):
 def resolve(cfg):
     """Task defaults filled in; checkpoint and vocabulary located."""
     from keras_bert_impl.checkpoints import find_vocab_file
-    from training.finetune_elmo import ELMO_LEARNING_RATE
-    from training.finetune_elmo import ELMO_WARMUP_PROPORTION
-    from training.finetune_elmo import ELMO_WEIGHT_DECAY
-    from training.finetune_elmo import resolve_elmo
-    from training.finetune_gpt import GPT_LEARNING_RATE
-    from training.finetune_gpt import GPT_WARMUP_PROPORTION
-    from training.finetune_gpt import resolve_gpt
+    from training.elmo.finetune import ELMO_LEARNING_RATE
+    from training.elmo.finetune import ELMO_WARMUP_PROPORTION
+    from training.elmo.finetune import ELMO_WEIGHT_DECAY
+    from training.elmo.finetune import resolve_elmo
     from training.finetune_tasks import DEFAULT_LEARNING_RATE
     from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
+    from training.gpt.finetune import GPT_LEARNING_RATE
+    from training.gpt.finetune import GPT_WARMUP_PROPORTION
+    from training.gpt.finetune import resolve_gpt
 
     cfg = with_checkpoint_by_name(cfg)
     if cfg.task == "text_classification":  # your own files instead of a --data_dir
@@ -280,7 +280,7 @@ def resolve(cfg):
     if cfg.model not in ("bert", "gpt", "elmo", "xlnet"):
         raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
     if cfg.model == "xlnet":
-        from training.finetune_xlnet import resolve_xlnet
+        from training.xlnet.finetune import resolve_xlnet
 
         return resolve_xlnet(cfg)
     kind = "glue" if cfg.task.startswith("glue/") else cfg.task
@@ -332,15 +332,15 @@ def build_backbone(cfg, vocab_size):
     from keras_bert_impl.checkpoints import load_backbone
     from keras_bert_impl.models import BertBiLstmBackbone
     from keras_bert_impl.models import BertFeatureBackbone
-    from training.finetune_elmo import build_elmo_backbone
-    from training.finetune_gpt import build_gpt_backbone
+    from training.elmo.finetune import build_elmo_backbone
+    from training.gpt.finetune import build_gpt_backbone
 
     if cfg.model == "gpt":
         return build_gpt_backbone(cfg, vocab_size)
     if cfg.model == "elmo":
         return build_elmo_backbone(cfg)
     if cfg.model == "xlnet":
-        from training.finetune_xlnet import build_xlnet_backbone
+        from training.xlnet.finetune import build_xlnet_backbone
 
         return build_xlnet_backbone(cfg, vocab_size)
     dtype = "mixed_bfloat16" if cfg.mixed_precision else None
@@ -444,11 +444,11 @@ def _fine_tune(cfg, started, tokenizer, task, data):
         learning_rate=cfg.learning_rate, warmup_steps=warmup,
         weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
     if cfg.model == "gpt":
-        from training.finetune_gpt import GPT_ADAM_EPSILON
+        from training.gpt.finetune import GPT_ADAM_EPSILON
 
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
     if cfg.model == "xlnet":
-        from training.finetune_xlnet import XLNET_ADAM_EPSILON
+        from training.xlnet.finetune import XLNET_ADAM_EPSILON
 
         optimizer_config = dataclasses.replace(optimizer_config, epsilon=XLNET_ADAM_EPSILON)
     with strategy.scope():
@@ -468,7 +468,7 @@ def _fine_tune(cfg, started, tokenizer, task, data):
     grouped = cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu"
     if grouped:  # batches of similar length cut to their longest row; TPUs want static shapes
         if cfg.model == "xlnet":  # left padding: rows are cut from the left
-            from training.finetune_xlnet import grouped_left_padded_batches as grouped_batches
+            from training.xlnet.finetune import grouped_left_padded_batches as grouped_batches
         else:
             from tf_records.length_grouping import grouped_batches
 

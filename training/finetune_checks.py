@@ -70,17 +70,17 @@ def load_data(cfg):
     try:  # a vocabulary that is not one: named by its flag
         if cfg.model == "gpt":
             from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-            from training.finetune_gpt import make_gpt_task as make_task
+            from training.gpt.finetune import make_gpt_task as make_task
 
             tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
         elif cfg.model == "elmo":
             from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-            from training.finetune_elmo import make_elmo_task as make_task
+            from training.elmo.finetune import make_elmo_task as make_task
 
             tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
         elif cfg.model == "xlnet":
             from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-            from training.finetune_xlnet import make_xlnet_task as make_task
+            from training.xlnet.finetune import make_xlnet_task as make_task
 
             tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
         else:

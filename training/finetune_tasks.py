@@ -14,7 +14,7 @@ the same five methods the entry point calls in order:
 With `--model=gpt` the same tasks read their files the same way and are
 scored, written and exported the same way; only the encoding (GPT's input
 transformations, `keras_bert_impl.gpt.gpt_inputs`) and the model differ
-(`GptGlueTask`, `GptNerTask`, `GptSwagTask` in `training/finetune_gpt.py`;
+(`GptGlueTask`, `GptNerTask`, `GptSwagTask` in `training/gpt/finetune.py`;
 SQuAD is BERT's only).
 
 With `--model=elmo` (ELMo as features: a frozen biLM, a scalar mix and a
@@ -22,7 +22,7 @@ BiLSTM task network, `keras_bert_impl.elmo.elmo_task_models`) GLUE and
 CoNLL are read the same way too; the rows are whole words (`<S> words
 </S>`, ELMo reads characters, not WordPieces), kept as rows of a word table
 and turned into character ids batch by batch (`ElmoGlueTask`, `ElmoNerTask`
-in `training/finetune_elmo.py`; no SQuAD or SWAG).
+in `training/elmo/finetune.py`; no SQuAD or SWAG).
 
 This file holds BERT's tasks, the helpers all tasks share, and BERT's
 `make_task`; GPT's and ELMo's tasks build on these classes in those two

@@ -102,7 +102,7 @@ def run(values):
             learn_xlnet_vocab(values, files)
             return
         from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-        from training.bert_recipe import learn_wordpiece
+        from training.bert.recipe import learn_wordpiece
 
         tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,
                                  values.do_lower_case, num_unused=values.num_unused)
@@ -144,7 +144,7 @@ def check_flags(values):
 
 def learn_gpt_vocab(values, files):
     from keras_bert_impl.gpt.bpe_learner import write_bpe_files
-    from training.gpt_recipe import learn_gpt_bpe
+    from training.gpt.recipe import learn_gpt_bpe
 
     vocab, merges = learn_gpt_bpe(read_lines(files), files, values.vocab_size)
     vocab_path, merges_path = write_bpe_files(vocab, merges, values.output)

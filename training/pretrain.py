@@ -13,8 +13,8 @@ Run the same command again after a crash and it resumes at the last
 checkpoint: same step, learning rate, optimizer state and data position.
 Every flag is a field of `PretrainConfig`; its default is the flag's. A
 model family adds its recipe (data, model, loss, evaluation, export:
-`training/bert_recipe.py`, `training/gpt_recipe.py`,
-`training/elmo_recipe.py`, `training/xlnet_recipe.py`); the trainer here is
+`training/bert/recipe.py`, `training/gpt/recipe.py`,
+`training/elmo/recipe.py`, `training/xlnet/recipe.py`); the trainer here is
 one for all. Where a family trains differently by default (ELMo: bilm-tf's
 Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
 `MODEL_DEFAULTS` replaces the flags still at BERT's defaults that were not typed.
@@ -294,19 +294,19 @@ def make_recipe(cfg, init=None):
         raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
                          f"(--model=bert); --model={cfg.model} writes its own.")
     if cfg.model == "bert":
-        from training.bert_recipe import BertRecipe
+        from training.bert.recipe import BertRecipe
 
         return BertRecipe(cfg, init)
     if cfg.model == "gpt":
-        from training.gpt_recipe import GptRecipe
+        from training.gpt.recipe import GptRecipe
 
         return GptRecipe(cfg, init)
     if cfg.model == "elmo":
-        from training.elmo_recipe import ElmoRecipe
+        from training.elmo.recipe import ElmoRecipe
 
         return ElmoRecipe(cfg)
     if cfg.model == "xlnet":
-        from training.xlnet_recipe import XLNetRecipe
+        from training.xlnet.recipe import XLNetRecipe
 
         return XLNetRecipe(cfg, init)
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
@@ -526,7 +526,7 @@ def run(cfg, explicit=None):
     vocab_size = recipe.vocab_size(train_source, vocab_file)
     phase2 = None
     if cfg.phase2_steps:  # the same text, written again at phase 2's length
-        from training.bert_recipe import BertRecipe
+        from training.bert.recipe import BertRecipe
 
         if strategy is not tf_default_strategy():
             raise SystemExit("--phase2_steps runs on one replica (the default strategy); "

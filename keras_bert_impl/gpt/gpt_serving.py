@@ -143,7 +143,7 @@ def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):
     from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 
     tokenizer = GraphGptTokenizer(vocab_file, merges_file)
-    special = FineTuningIds.appended_to(tokenizer.vocab_size)  # as `training.finetune_gpt`
+    special = FineTuningIds.appended_to(tokenizer.vocab_size)  # as `training.gpt.finetune`
     if special.classify != model.classify_id:
         raise ValueError(
             f"{vocab_file} holds {tokenizer.vocab_size} tokens, so its `_classify_` token "

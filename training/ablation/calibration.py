@@ -5,7 +5,7 @@ two systems the design may look at: whether a task can be learned, and
 whether pretraining helps at all) on candidate tasks, at a grid of learning
 rates, one seed each, recording the dev score after every epoch:
 
-    python -m training.ablation_calibration --pretrained=runs/bert/export/pretrainer.keras \\
+    python -m training.ablation.calibration --pretrained=runs/bert/export/pretrainer.keras \\
         --vocab_file=runs/bert/data/vocab.txt --output_dir=/tmp/calibration
 
 Writes `calibration.json` (every run's per-epoch dev scores) and prints the
@@ -70,7 +70,7 @@ def _one(job):
 
 def main(argv):
     del argv
-    from training import ablation_tasks
+    from training.ablation import tasks as ablation_tasks
 
     ablation_tasks.PARAGRAPH_SENTENCES = FLAGS.paragraph_sentences
     tasks_dir = os.path.join(FLAGS.output_dir, "tasks")

@@ -1,15 +1,15 @@
 """Table 5 and Table 1 in miniature, the tables themselves: rows, columns, the
 paper's numbers and the directions it reports, and what is made of the
 runs' scores (`build_tables`), as text (`format_tables`) and charts
-(`plot_tables`). The statistics are `training.ablation_stats`.
+(`plot_tables`). The statistics are `training.ablation.stats`.
 """
 
 import dataclasses
 import os
 
-from training.ablation_stats import cell_interval
-from training.ablation_stats import paired_difference
-from training.ablation_stats import verdict
+from training.ablation.stats import cell_interval
+from training.ablation.stats import paired_difference
+from training.ablation.stats import verdict
 
 
 @dataclasses.dataclass(frozen=True)

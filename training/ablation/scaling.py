@@ -19,9 +19,9 @@ import json
 import os
 import shutil
 
-from training.ablation_stats import paired_difference
-from training.ablation_stats import verdict
-from training.ablation_table import TASKS
+from training.ablation.stats import paired_difference
+from training.ablation.stats import verdict
+from training.ablation.table import TASKS
 from training.pretrain_common import write_json
 
 SCALING_SYSTEMS = ("bert", "no_nsp", "ltr")

@@ -12,7 +12,7 @@ A unigram bag of words sees the same bag in both versions of a sentence, so
 it cannot beat chance by construction; a unigram + bigram bag can (a swap
 makes up to four new bigrams) and is the baseline to beat.
 
-    python -m training.word_order_task --output_dir=/tmp/word_order
+    python -m training.ablation.word_order_task --output_dir=/tmp/word_order
 """
 
 import hashlib
@@ -117,7 +117,7 @@ def main(argv):
 
 
 def cli():
-    """`python -m training.word_order_task`: flags, then `main` on a quiet console."""
+    """`python -m training.ablation.word_order_task`: flags, then `main` on a quiet console."""
     flags.DEFINE_string("output_dir", "word_order_task", "Folder for train.tsv and dev.tsv.")
     flags.DEFINE_integer("num_train", 4000, "Training sentences.")
     flags.DEFINE_integer("num_dev", 1000, "Dev sentences.")

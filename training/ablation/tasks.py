@@ -16,7 +16,7 @@ and pydoc topics), in the official file layout `training.finetune` reads:
   from; the answer's end is marked only by the words to its right.
 
 `word_order`, `replaced_word` and `sentence_order` are the candidates the
-calibration (`training.ablation_calibration`) found unlearnable at this
+calibration (`training.ablation.calibration`) found unlearnable at this
 scale; they stay buildable so that calibration can be rerun.
 
 Train and validation rows come from the documents pretraining reads, dev
@@ -27,7 +27,7 @@ records the sizes and baselines: the majority class, for span QA the
 official F1 of always answering the paragraph's first words, and for the
 classification tasks logistic regression on word 1-2 grams.
 
-    python -m training.ablation_tasks --output_dir=/tmp/ablation_tasks
+    python -m training.ablation.tasks --output_dir=/tmp/ablation_tasks
 """
 
 import hashlib
@@ -314,7 +314,7 @@ def bag_of_words_accuracy(task):
     """Dev accuracy of logistic regression (C=1) on lowercased word unigrams +
     bigrams; `task` is `{"train": [(label, text)], "dev": [...]}`.
 
-    `training.word_order_task` picks C by cross-validation; one fit is
+    `training.ablation.word_order_task` picks C by cross-validation; one fit is
     enough for a reference row here and takes a second, not a minute.
     """
     from sklearn.feature_extraction.text import CountVectorizer
@@ -510,7 +510,7 @@ def main(argv):
 
 
 def cli():
-    """`python -m training.ablation_tasks`: flags, then `main` on a quiet console."""
+    """`python -m training.ablation.tasks`: flags, then `main` on a quiet console."""
     flags.DEFINE_string("output_dir", "ablation_tasks", "Folder for the three tasks.")
     flags.DEFINE_integer("num_train", 2000, "Training rows (questions) per task.")
     flags.DEFINE_integer("num_dev", 400, "Dev rows (questions) per task.")

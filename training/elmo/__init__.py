@@ -1,0 +1,1 @@
+"""ELMo's pretraining recipe (bilm-tf's) and feature-based fine-tuning."""

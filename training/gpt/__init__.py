@@ -1,0 +1,1 @@
+"""OpenAI GPT's pretraining recipe and fine-tuning (the paper's comparison system)."""

@@ -1,0 +1,1 @@
+"""XLNet's pretraining recipe and fine-tuning."""
