@@ -120,3 +120,48 @@ def test_an_interrupted_swap_is_put_back(corpus, tmp_path):
     with pytest.raises(RefusedFolder, match="other settings"):
         _bert(corpus, folder, length=32)
     assert _snapshot(folder) == before
+
+
+def _elmo(corpus, folder, vocab, **kwargs):
+    from tf_records.elmo.writer import write_elmo_data
+
+    return write_elmo_data([corpus], vocab, str(folder), 2, 5, batches_per_shard=3, **kwargs)
+
+
+@pytest.mark.parametrize("family, at", [("lm", 1), ("lm", 2), ("elmo", 1), ("elmo", 5),
+                                        ("bert", 1)])
+def test_a_kill_at_any_point_of_a_rewrite_leaves_the_old_records(family, at, corpus, tmp_path,
+                                                                   monkeypatch):
+    """Each writer, interrupted at its `at`-th encoded record while
+    rewriting: the folder holds the old records, byte for byte, and no
+    temporary folder stays."""
+    import tf_records.elmo.writer as elmo_writer
+    import tf_records.gpt.writer as lm_writer
+    import tf_records.writer as bert_writer
+
+    vocab = tmp_path / "elmo_vocab.txt"
+    vocab.write_text("<S>\n</S>\n<UNK>\n" + "\n".join(sorted(set(open(corpus).read().split())))
+                     + "\n")
+    folder = tmp_path / "records"
+    write = {"lm": lambda **kw: _lm(corpus, folder, num_shards=2, **kw),
+             "elmo": lambda **kw: _elmo(corpus, folder, vocab=str(vocab), progress=None, **kw),
+             "bert": lambda **kw: _bert(corpus, folder, **kw)}[family]
+    write()
+    before = _snapshot(folder)
+    module, name = {"lm": (lm_writer, "encode_lm_examples"),
+                    "elmo": (elmo_writer, "encode_elmo_example"),
+                    "bert": (bert_writer, "encode_examples")}[family]
+    real, calls = getattr(module, name), []
+
+    def killed(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == at:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, killed)
+    with pytest.raises(KeyboardInterrupt):
+        write(overwrite=True)
+    assert calls, "the writer never encoded a record"
+    assert _snapshot(folder) == before
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".records.tmp-")]
