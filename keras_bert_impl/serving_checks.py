@@ -27,6 +27,8 @@ through `tf.identity` under `tf.control_dependencies` so that nothing reads
 an input before every check on it has passed.
 """
 
+import contextlib
+
 import tensorflow as tf
 
 # B=batch, S=sequence
@@ -37,9 +39,29 @@ import tensorflow as tf
 # fast and say why, and a client splits big jobs into requests this size.
 MAX_REQUEST_ROWS = 1024
 MAX_TEXT_BYTES = 65_536
+_BOUNDS = {"max_rows": MAX_REQUEST_ROWS, "max_bytes": MAX_TEXT_BYTES}  # of the export being traced
 
 
-def checked_texts(texts, rank=1, max_rows=MAX_REQUEST_ROWS, max_bytes=MAX_TEXT_BYTES):
+@contextlib.contextmanager
+def request_bounds(max_rows=MAX_REQUEST_ROWS, max_bytes=MAX_TEXT_BYTES):
+    """The bounds the text signatures of exports made inside get, e.g.
+
+        with request_bounds(max_rows=64, max_bytes=8192):
+            export_saved_model(model, "saved_model", "vocab.txt")
+
+    (they are traced into the graph at export, for every family)."""
+    if max_rows < 1 or max_bytes < 1:
+        raise ValueError(f"Request bounds must be >= 1. Received: max_rows={max_rows}, "
+                         f"max_bytes={max_bytes}.")
+    saved = dict(_BOUNDS)
+    _BOUNDS.update(max_rows=max_rows, max_bytes=max_bytes)
+    try:
+        yield
+    finally:
+        _BOUNDS.update(saved)
+
+
+def checked_texts(texts, rank=1, max_rows=None, max_bytes=None):
     """`texts` (string tensors) after the checks of a text request.
 
     Checks: each has `rank` (1: a batch of texts; 2: of token lists) — a
@@ -50,13 +72,15 @@ def checked_texts(texts, rank=1, max_rows=MAX_REQUEST_ROWS, max_bytes=MAX_TEXT_B
     Args:
         texts: dict of name -> string tensor; the first is the reference.
         rank: int.
-        max_rows, max_bytes: int. The bounds (defaults: `MAX_REQUEST_ROWS`,
-            `MAX_TEXT_BYTES`).
+        max_rows, max_bytes: int or None. The bounds (None: those of
+            `request_bounds`, by default `MAX_REQUEST_ROWS`, `MAX_TEXT_BYTES`).
 
     Returns:
         dict of the same names: the tensors, each read only once every
         check has passed.
     """
+    max_rows = _BOUNDS["max_rows"] if max_rows is None else max_rows
+    max_bytes = _BOUNDS["max_bytes"] if max_bytes is None else max_bytes
     texts = {name: _ensure_rank(name, value, [None] * rank) for name, value in texts.items()}
     first = next(iter(texts))
     rows = tf.shape(texts[first])[0]
@@ -68,11 +92,12 @@ def checked_texts(texts, rank=1, max_rows=MAX_REQUEST_ROWS, max_bytes=MAX_TEXT_B
                 [tf.shape(value)[0], rows])]))
         longest = tf.reduce_max(tf.concat([tf.reshape(tf.strings.length(value), [-1]), [0]], 0))
         checks.append(tf.debugging.Assert(longest <= max_bytes, [tf.strings.format(
-            f"{name}: a string of {{}} bytes; at most {max_bytes} per string in one request "
-            "(serving_checks.MAX_TEXT_BYTES)", [longest])]))
+            f"{name}: a string of {{}} bytes; at most {max_bytes} per string ("
+            "serving_checks.request_bounds at export)", [longest])]))
     checks.append(tf.debugging.Assert(rows <= max_rows, [tf.strings.format(
-        f"{first}: {{}} rows in one request; at most {max_rows} "
-        "(serving_checks.MAX_REQUEST_ROWS): send them in several requests", [rows])]))
+        f"{first}: {{}} rows in one request; at most {max_rows} ("
+        "serving_checks.request_bounds at export): send them in several requests",
+        [rows])]))
     return _after(checks, texts)
 
 

@@ -155,7 +155,8 @@ TEXT_BAD = [
     ({"text": np.array("w1 w2")}, "Shape of tensor text [] is not compatible with expected shape"),
     ({"text": np.array([["w1"], ["w2"]])}, "Shape of tensor text [2,1] is not compatible"),
     ({"text": np.array(["w1"] * 1025)},
-     "text: 1025 rows in one request; at most 1024 (serving_checks.MAX_REQUEST_ROWS)"),
+     "text: 1025 rows in one request; at most 1024 "
+     "(serving_checks.request_bounds at export)"),
     ({"text": np.array(["w1", "w2 " * 30_000])}, "text: a string of 90000 bytes; at most 65536"),
 ]
 
@@ -173,6 +174,24 @@ def test_pair_text_signatures_refuse_unequal_rows(bert, elmo_pairs):
     _rejects(elmo_pairs[1]["serving_text_pair"], request, match)
     good = BERT_TEXT_SIGNATURES["pair"](text_a=tf.constant(["w1 w2"]), text_b=tf.constant(["w3"]))
     assert good["input_word_ids"].shape[0] == 1
+
+
+def test_request_bounds_are_set_at_export(tmp_path):
+    from keras_bert_impl.serving_checks import request_bounds
+
+    model = BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=V,
+                                                                 max_position_embeddings=16))
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                *(f"w{i}" for i in range(V - 5))]) + "\n")
+    with request_bounds(max_rows=2, max_bytes=10):
+        path = export_saved_model(model, str(tmp_path / "saved_model"), str(vocab),
+                                  max_seq_length=16)
+    text = tf.saved_model.load(path).signatures["serving_text"]
+    _rejects(text, {"text": np.array(["w1", "w2", "w3"])}, "text: 3 rows in one request; at "
+                                                           "most 2")
+    _rejects(text, {"text": np.array(["w1 w2 w3 w4"])}, "a string of 11 bytes; at most 10")
+    assert text(text=tf.constant(["w1", "w2"]))["sequence_output"].shape[0] == 2
 
 
 # --- GPT --------------------------------------------------------------------------------------
