@@ -30,7 +30,6 @@ side imports none of this package).
     python benchmarks/serving_vs_onnxruntime.py --model=base --seq_lengths=128 --rounds=2
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -40,6 +39,8 @@ import tempfile
 import time
 
 import numpy as np
+from absl import app
+from absl import flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = ("ours", "onnxruntime", "pytorch")
@@ -49,18 +50,18 @@ TEXT = ("the quick brown fox jumps over the lazy dog while the committee debates
         "extra output layer for question answering and language inference ")
 
 
-def _flags(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="minilm", choices=("minilm", "base"))
-    parser.add_argument("--seq_lengths", default="32,128,384")
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--latency_calls", type=int, default=100)
-    parser.add_argument("--throughput_calls", type=int, default=4)
-    parser.add_argument("--peer_python", default=sys.executable)
-    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
-    parser.add_argument("--folder", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("model", "minilm", ["minilm", "base"], "all-MiniLM-L6-v2's encoder or a "
+                  "random base.")
+flags.DEFINE_string("seq_lengths", "32,128,384", "Sequence lengths, comma-separated.")
+flags.DEFINE_integer("batch_size", 32, "Sequences per throughput request.")
+flags.DEFINE_integer("rounds", 3, "Alternating rounds per side, length and signature.")
+flags.DEFINE_integer("latency_calls", 100, "Batch-1 requests per round.")
+flags.DEFINE_integer("throughput_calls", 4, "Batch requests per round (their median).")
+flags.DEFINE_string("peer_python", sys.executable, "Interpreter of the ONNX Runtime and "
+                    "PyTorch sides (an environment with the bench extra).")
+flags.DEFINE_enum("worker", None, list(SIDES), "Internal: run one side's worker.")
+flags.DEFINE_string("folder", None, "Internal: the worker's shared-weights folder.")
 
 
 def _threads():
@@ -259,8 +260,9 @@ def _ask(proc, **order):
     return json.loads(proc.stdout.readline())
 
 
-def main():
-    args = _flags()
+def main(argv):
+    del argv
+    args = FLAGS
     if args.worker:
         return _worker(args)
     lengths = [int(x) for x in args.seq_lengths.split(",")]
@@ -312,4 +314,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    app.run(main)
