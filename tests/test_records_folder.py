@@ -165,3 +165,12 @@ def test_a_kill_at_any_point_of_a_rewrite_leaves_the_old_records(family, at, cor
     assert calls, "the writer never encoded a record"
     assert _snapshot(folder) == before
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".records.tmp-")]
+
+
+def test_a_link_as_the_target_is_refused(corpus, tmp_path):
+    real = tmp_path / "real"
+    _bert(corpus, real)
+    os.symlink(real, tmp_path / "link")
+    with pytest.raises(RefusedFolder, match=f"is a link \\(to {real}\\); give the folder"):
+        _bert(corpus, tmp_path / "link", overwrite=True)
+    _bert(corpus, real)  # the folder itself, as asked

@@ -135,6 +135,9 @@ def records_transaction(target, kind, overwrite=False, keep=()):
             of records, foreign files) or, for other settings, after the
             new records are written and before the swap (the old ones stay).
     """
+    if os.path.islink(os.path.abspath(target)):  # the swap would replace the link, not its folder
+        raise RefusedFolder(f"Output folder {target} is a link (to {os.path.realpath(target)}); "
+                            "give the folder it points to.")
     target = os.path.abspath(target)
     here = os.path.abspath(os.getcwd())
     if here == target or here.startswith(target + os.sep):
