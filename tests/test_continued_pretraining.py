@@ -263,6 +263,8 @@ def test_gpt_and_xlnet_continue_from_hugging_face_folders(model):
     typed = with_model_defaults(PretrainConfig(
         model=model, init_checkpoint=folder, vocab_file=vocab, max_seq_length=16))
     cfg, init = with_init_checkpoint(typed, explicit={"vocab_file", "max_seq_length"})
+    # XLNet's releases are cased: a folder that does not say keeps its case.
+    assert cfg.do_lower_case is (model == "gpt")
     built, config = make_recipe(cfg, init).build_model(99)
     if model == "gpt":
         reference = load_gpt_checkpoint(folder).get_weights()

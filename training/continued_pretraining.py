@@ -121,8 +121,12 @@ def _read_hf_family(typed, model):
     if path != typed:
         say(f"--init_checkpoint={typed}: the Hub's files in {path}")
     vocab = os.path.join(path, _VOCAB_FILES[model])
+    casing = None
+    if model == "xlnet":  # its releases are cased, as fine-tuning assumes, unless it says
+        casing = _casing(path, "hf")
+        casing = False if casing is None else casing
     return InitCheckpoint(typed, path, "hf", config, vocab if os.path.exists(vocab) else None,
-                          _casing(path, "hf") if model == "xlnet" else None)
+                          casing)
 
 
 def _keras_model(path):
