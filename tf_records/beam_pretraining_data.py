@@ -333,9 +333,9 @@ def _read_manifest(output_dir):
 
 
 def _clear_output(output_dir):
-    """Makes `output_dir`; deletes an old manifest (it no longer describes the
-    folder), the shards of an earlier run and the temporary files of an
-    interrupted one, as the local writer (`input_files.clear_output_folder`)."""
+    """A remote `output_dir` (no local swap there): made if missing; an old
+    manifest (it no longer describes the folder), the shards of an earlier
+    run and the temporary files of an interrupted one deleted."""
     if not FileSystems.exists(output_dir):
         FileSystems.mkdirs(output_dir)
     stale = [m.path for pattern in (".tmp-*", MANIFEST_FILE, "shard-*.tfrecord")

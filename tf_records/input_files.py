@@ -4,10 +4,8 @@ a writer owns.
 `match_files` is the one expansion of `--input_file` / `--input` globs: every
 pattern must match a file (one of several matching nothing is a typo, not a
 smaller corpus), and the error names the flag and the pattern.
-`clear_output_folder` is what every writer does before it writes: the
-folder then holds exactly the manifest's files once the writer is done
-(the shards of an earlier, larger run are removed, not left to look like
-data). `text_bytes` and `line_bytes` measure how much of the text a step
+The writers' output folders are `records_folder.py`'s (written beside,
+swapped in whole). `text_bytes` and `line_bytes` measure how much of the text a step
 has read, for its progress line's rate and ETA.
 """
 
@@ -16,11 +14,6 @@ import glob
 import gzip
 import os
 import zlib
-
-from tf_records.schema import MANIFEST_FILE
-
-SHARD_PREFIX = "shard-"
-SHARD_SUFFIX = ".tfrecord"
 
 
 def match_files(patterns, flag="--input_file"):
@@ -125,27 +118,3 @@ def check_output_folder(path, flag="--output_dir"):
     if parent and not os.path.isdir(parent):
         raise SystemExit(f"{flag}={path} lies below {parent}, which is a file; give a folder "
                          "whose parents are folders.")
-
-
-def clear_output_folder(output_dir, say=None):
-    """Makes `output_dir` and removes what an earlier run of a writer left:
-    temporary files, the manifest (it no longer describes the folder) and
-    shards (`shard-*.tfrecord`; a smaller rewrite would leave the old run's
-    extra shards beside the new manifest). Other files are left alone.
-
-    `say`: optional callable told how many old shards were removed.
-    """
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise ValueError(f"Output folder {output_dir} is a file.")
-    os.makedirs(output_dir, exist_ok=True)
-    shards = 0
-    for name in os.listdir(output_dir):
-        path = os.path.join(output_dir, name)
-        if name.startswith(".tmp-") or name == MANIFEST_FILE:
-            os.remove(path)
-        elif name.startswith(SHARD_PREFIX) and name.endswith(SHARD_SUFFIX) and os.path.isfile(path):
-            os.remove(path)
-            shards += 1
-    if shards and say:
-        say(f"Removed {shards} shards of an earlier run from {output_dir}.")
-    return shards

@@ -36,7 +36,6 @@ from tf_records.chinese_words import load_segmenter
 from tf_records.chinese_words import mark_line
 from tf_records.chinese_words import segmenter_version
 from tf_records.chinese_words import split_marks
-from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.instances import SEGMENT_PAIR
 from tf_records.instances import InstanceConfig
@@ -313,7 +312,6 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     # (a broken .gz, bytes that are not UTF-8) is named before the folder is
     # touched. No documents at all give a manifest of no shards (as Beam's).
     first = next(blocks, None)
-    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     jobs = (
         (index, block, vocab_file, output_dir, instance_config, writer_config)

@@ -43,7 +43,6 @@ from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
-from keras_bert_impl.serving_checks import checked_shape
 from keras_bert_impl.serving_checks import checked_texts
 
 # B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
@@ -80,7 +79,6 @@ class _ElmoTaskServing(tf.Module):
 
     def text_pair_outputs(self, text_a, text_b):
         words_a = text_words(text_a, "text_a", self.max_words)  # (B, None)
-        text_b = checked_shape(text_b, "text_b", tf.shape(text_a), "the shape of text_a")
         words_b = text_words(text_b, "text_b", self.max_words)  # (B, None)
         out = self.pair_token_outputs(words_a.to_tensor(""), words_b.to_tensor(""))
         return {**out, "words_a": words_a.to_tensor(""), "words_b": words_b.to_tensor("")}
@@ -94,8 +92,6 @@ class _ElmoTaskServing(tf.Module):
         return out
 
     def pair_token_outputs(self, tokens_a, tokens_b):
-        tokens_b = checked_shape(tokens_b, "tokens_b", tf.stack([tf.shape(tokens_a)[0], -1]),
-                                 "(batch of tokens_a, any)")
         a, b = self._char_ids(tokens_a), self._char_ids(tokens_b)  # (B, Ta, C), (B, Tb, C)
         length = tf.maximum(tf.shape(a)[1], tf.shape(b)[1])
         a = tf.pad(a, [[0, 0], [0, length - tf.shape(a)[1]], [0, 0]])  # (B, T, C)

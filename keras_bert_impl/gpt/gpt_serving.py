@@ -46,7 +46,6 @@ from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
 from keras_bert_impl.serving_checks import checked_ids
-from keras_bert_impl.serving_checks import checked_shape
 from keras_bert_impl.serving_checks import checked_texts
 
 # B=batch, S=sequence
@@ -120,14 +119,12 @@ class _GptServing(tf.Module):
                 "next_token_id": tf.argmax(next_scores, axis=-1, output_type=tf.int32)}
 
     def classifier_text_outputs(self, text_a, text_b=None):
-        """A classifier's outputs on raw text, packed as `gpt_inputs` packs it."""
-        text_a = checked_shape(text_a, "text" if text_b is None else "text_a",
-                               tf.constant([-1]), "(batch,)")
+        """A classifier's outputs on raw text (checked by `checked_texts` in
+        the signatures), packed as `gpt_inputs` packs it."""
         ids_a = self.tokenizer(text_a)  # ragged (B, None)
         if text_b is None:
             packed = self.tokenizer.pack(ids_a, None, self.max_seq_length, self.special)
         else:
-            text_b = checked_shape(text_b, "text_b", tf.shape(text_a), "the shape of text_a")
             ids_b = self.tokenizer(text_b)
             packed = self.tokenizer.pack(ids_a, ids_b, self.max_seq_length, self.special)
             if self.similarity:  # row 1: the other order, as `similarity_inputs`

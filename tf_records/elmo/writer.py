@@ -21,7 +21,6 @@ or manifest that looks whole.
 """
 
 import os
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -35,7 +34,6 @@ from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
 from tf_records.elmo.schema import SUFFIX
 from tf_records.elmo.schema import ElmoRecordSchema
 from tf_records.elmo.schema import encode_elmo_example
-from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.records_folder import transactional
@@ -196,8 +194,6 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
     if shuffle_seed is not None:
         order = np.random.default_rng(shuffle_seed).permutation(len(sentences))
         sentences = [sentences[i] for i in order]
-    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
-    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     # Each sentence gives its tokens and </S> as targets (one per direction).
     writing = progress.meter("Writing streams", total=sum(len(s) + 1 for s in sentences),

@@ -19,7 +19,6 @@ manifest that looks whole.
 """
 
 import os
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -27,7 +26,6 @@ import tensorflow as tf
 from keras_bert_impl.bert_config import write_json_atomic
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import encode_lm_examples
-from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.records_folder import transactional
@@ -107,8 +105,6 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
             f"{', '.join(input_files)} give {len(tokens)} tokens, {num_windows} windows of "
             f"{schema.window_length}: too few for num_shards={num_shards}. Give more text or "
             "fewer shards.")
-    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
-    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     writing = progress.meter("Writing windows", total=num_windows,
                              unit="windows") if progress else None

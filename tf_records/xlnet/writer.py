@@ -12,12 +12,10 @@ also atomically, so a crash leaves no shard or manifest that looks whole.
 """
 
 import os
-import sys
 
 import numpy as np
 
 from keras_bert_impl.bert_config import write_json_atomic
-from tf_records.input_files import clear_output_folder
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.records_folder import transactional
@@ -97,8 +95,6 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
             "text, or a smaller --batch_size or --seq_len.")
     start_table = start_piece_table(is_start_piece, vocab_size)
 
-    # Old temporary files, manifest and shards go: the folder will hold the manifest's files.
-    clear_output_folder(output_dir, say=lambda message: print(message, file=sys.stderr))
     manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     # The most batches: one every reuse_len tokens of a row while seq_len fit.
     most = (len(ids) // streams - schema.seq_len) // schema.reuse_len + 1
