@@ -469,8 +469,7 @@ def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
         assert not (tmp_path / "out").exists()
 
 
-def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_path,
-                                                                         monkeypatch):
+def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_path):
     """`--scaling` with the runs replaced: each command runs the next stage
     not done (1/4, 1/2, then the default run itself), a stage's JSON copied
     in counts as done, and the gaps pair each budget's seeds (No
@@ -495,10 +494,9 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
             json.dump({"systems": systems}, f)
         return 0
 
-    monkeypatch.setattr(ablations, "run", fake_run)
     cfg = ablations.AblationsConfig(output_dir=str(tmp_path), scaling=True,
                                     pretrain_steps=400, pretrain_warmup_steps=40)
-    assert ablation_scaling.run_scaling(cfg) == 0
+    assert ablation_scaling.run_scaling(cfg, fake_run) == 0
     assert ran == [(str(tmp_path / "scaling" / "steps100"), 100, 10, "bert,no_nsp,ltr")]
     scaling = json.load(open(tmp_path / "scaling.json"))
     assert scaling["stages"] == [100] and scaling["planned"] == [100, 200, 400]
@@ -508,7 +506,7 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
     os.rename(tmp_path / "scaling" / "stage_100.json", tmp_path / "stage_100.json")
     shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_100.json")
     shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_200.json")
-    assert ablation_scaling.run_scaling(cfg) == 0
+    assert ablation_scaling.run_scaling(cfg, fake_run) == 0
     assert ran[-1] == (str(tmp_path), 400, 40, "")
     scaling = json.load(open(tmp_path / "scaling.json"))
     assert scaling["stages"] == [100, 200, 400]
@@ -522,4 +520,4 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
     with Image.open(tmp_path / "scaling.png") as image:
         image.verify()
     ran.clear()
-    assert ablation_scaling.run_scaling(cfg) == 0 and ran == []  # every stage done
+    assert ablation_scaling.run_scaling(cfg, fake_run) == 0 and ran == []  # every stage done

@@ -20,7 +20,7 @@ Pages: README.md and docs/*.md (not docs/results/, which
   `kbi-*` command in a shell block or a backticked span names a module or
   script that exists and only flags it defines (`--name`, or `--noname` for
   a boolean). The flags are read by running the command's own entry point
-  with `absl.app.run` and `training.console.run` stubbed (so its `main`
+  with `absl.app.run` and `command_line.console.run` stubbed (so its `main`
   never runs), in one subprocess: flags made from dataclass fields
   (`training.config_flags.define_flags`) and absl flags defined directly
   are read the same way. `tf_records.beam_pretraining_data` also takes
@@ -247,12 +247,12 @@ def test_dotted_names_exist(name):
 
 # --- commands and their flags ------------------------------------------------------------------
 
-# Runs each command's entry point with `absl.app.run` and `training.console.run`
+# Runs each command's entry point with `absl.app.run` and `command_line.console.run`
 # stubbed, collects the flags it defined, then deletes them for the next one.
 _FLAG_READER = r"""
 import json, os, runpy, sys
 from absl import app, flags
-from training import console
+from command_line import console
 
 class Stop(Exception):
     pass

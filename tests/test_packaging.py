@@ -1,4 +1,4 @@
-"""pip packaging (pyproject.toml): the wheel holds the four packages, pins
+"""pip packaging (pyproject.toml): the wheel holds the five packages, pins
 requirements.txt, has the `[beam]`, `[chinese]` and `[test]` extras and the `kbi-*`
 commands, and works installed in a fresh virtualenv outside the checkout.
 
@@ -16,7 +16,7 @@ import zipfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("keras_bert_impl", "training", "tf_records", "tasks")
+PACKAGES = ("keras_bert_impl", "training", "tf_records", "tasks", "command_line")
 COMMANDS = ("kbi-pretrain", "kbi-finetune", "kbi-create-pretraining-data", "kbi-learn-vocab",
             "kbi-convert-checkpoint", "kbi-ablations")
 

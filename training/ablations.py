@@ -96,9 +96,9 @@ import sys
 import time
 import traceback
 
+from command_line import console
+from command_line import keras_extras
 from tf_records.input_files import check_output_folder
-from training import console
-from training import keras_extras
 from training.ablation.table import PRETRAINED
 from training.ablation.table import SYSTEMS
 from training.ablation.table import TASKS
@@ -201,7 +201,7 @@ def main(argv):
     if cfg.scaling:
         from training.ablation.scaling import run_scaling
 
-        sys.exit(run_scaling(cfg))
+        sys.exit(run_scaling(cfg, run))
     sys.exit(run(cfg))
 
 

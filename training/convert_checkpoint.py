@@ -15,8 +15,8 @@ import os
 import numpy as np
 from absl import flags
 
+from command_line import console
 from tf_records.input_files import check_output_folder
-from training import console
 
 FLAGS = flags.FLAGS
 FORMATS = ("hf", "google", "keras")

@@ -70,7 +70,7 @@ import warnings
 from absl import flags
 from absl import logging
 
-from training import console
+from command_line import console
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 
@@ -319,7 +319,7 @@ def resolve(cfg):
             raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
         cfg = dataclasses.replace(cfg, vocab_file=found)
     elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
-        from training.finetune_checks import check_vocab_of_checkpoint
+        from training.vocab_checks import check_vocab_of_checkpoint
 
         check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
                                   unused_ok=True)
@@ -389,7 +389,7 @@ def run(cfg):
     check_paths(cfg)
     import keras  # here, not at the top: the command's console is set up before TensorFlow loads
 
-    from training.keras_extras import freeze_imports
+    from command_line.keras_extras import freeze_imports
 
     freeze_imports()
 

@@ -116,7 +116,7 @@ def _predict(model, x, batch_size):
     MiniLM's 90 MB to fingerprint, against seconds for a dev pass)."""
     import keras
 
-    from training.progress import batch_progress
+    from command_line.progress import batch_progress
 
     fingerprint = _weights_fingerprint(model)
     scores = _LAST_SCORES.setdefault(model, {})

@@ -29,7 +29,7 @@ import time
 
 from absl import logging
 
-from training import console
+from command_line import console
 from training.config_flags import define_flags
 from training.config_flags import from_flags
 from training.pretrain_common import is_tfrecords
@@ -503,7 +503,7 @@ def run(cfg, explicit=None):
         _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"), typed)
     import keras
 
-    from training.keras_extras import freeze_imports
+    from command_line.keras_extras import freeze_imports
 
     freeze_imports()
     # Both ways: a process that runs several pretrainings (the Table 5
@@ -574,9 +574,9 @@ def run(cfg, explicit=None):
         if os.path.exists(start_path):
             with open(start_path, encoding="utf-8") as f:
                 summary["heldout_at_start"] = json.load(f)
+    from command_line.progress import Timed
     from training.curves import write_heldout_scalars
     from training.curves import write_training_curves
-    from training.progress import Timed
 
     log_dir = os.path.join(cfg.output_dir, "tensorboard")
     write_heldout_scalars(log_dir, step, summary)  # the held-out points of the curves

@@ -48,7 +48,7 @@ from tf_records.writer import read_documents
 def read_sentences(paths, meter=None):
     """Every non-blank line of the files (plain or .gz), split on whitespace.
 
-    `meter`: None, or a progress meter (`training.progress.Progress`)
+    `meter`: None, or a progress meter (`command_line.progress.Progress`)
     `update`d after each document with the bytes read and the sentences.
     """
     for path in paths:
@@ -167,7 +167,7 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
         shuffle_seed: int or None. Shuffle the sentences with this seed
             first (bilm-tf's `shuffle_on_load`); None keeps file order.
         batches_per_shard: int. Consecutive batches per shard file.
-        progress: None, or a reporter (`training.progress.Reporter`: its
+        progress: None, or a reporter (`command_line.progress.Reporter`: its
             `meter(what, total, unit, scale)` gives an object to `update`
             and `finish`) told the sentences read (MB of the files), then
             the targets written (every token's one per direction).

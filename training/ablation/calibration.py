@@ -23,7 +23,7 @@ import sys
 
 from absl import flags
 
-from training import console
+from command_line import console
 
 FLAGS = flags.FLAGS
 CANDIDATES = {  # name: (training.finetune task, max_seq_length)

@@ -44,9 +44,10 @@ def _stage_path(cfg, steps):
     return os.path.join(cfg.output_dir, "scaling", f"stage_{steps}.json")
 
 
-def run_scaling(cfg):
-    """Runs the next stage not done; redraws the plot. Returns the exit status."""
-    from training.ablations import run
+def run_scaling(cfg, run):
+    """Runs the next stage not done with `run` (`training.ablations.run`:
+    passed in, as this module sits below it); redraws the plot. Returns the
+    exit status."""
 
     folder = os.path.join(cfg.output_dir, "scaling")
     os.makedirs(folder, exist_ok=True)

@@ -38,7 +38,7 @@ import re
 
 from absl import flags
 
-from training import console
+from command_line import console
 from training.default_corpus import default_documents
 
 HELDOUT_PERCENT = 15  # of the documents: Table 5's corpus holds them out of pretraining

@@ -21,7 +21,7 @@ import random
 
 from absl import flags
 
-from training import console
+from command_line import console
 from training.default_corpus import default_documents
 
 MIN_WORDS, MAX_WORDS = 6, 30

@@ -230,12 +230,12 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
     the words counted (MB of the files read, rate, ETA), then each round of
     the WordPiece threshold search (its ETA an upper bound: the search may
     end before its last possible round). `num_unused`: `[unusedN]` slots."""
+    from command_line.progress import Reporter
     from keras_bert_impl.tokenizers.vocab_learner import count_words
     from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
     from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
     from tf_records.input_files import line_bytes
-    from training.progress import Reporter
-    from training.progress import text_meter
+    from tf_records.input_files import text_meter
 
     reading = text_meter("Counting words", files)
     counts = count_words(reading.iterate(lines, size=line_bytes), do_lower_case)
@@ -256,7 +256,7 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
 def writing_progress(what, files, every_seconds=None):
     """`write_pretraining_data`'s `progress`: documents and instances written,
     and the share of the text read (its rate and ETA)."""
-    from training.progress import text_meter
+    from tf_records.input_files import text_meter
 
     meter = text_meter(what, files, every_seconds=every_seconds)
 

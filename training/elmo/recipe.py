@@ -80,8 +80,8 @@ class ElmoRecipe:
         given = records_input(cfg)
         if given:
             return given
+        from command_line.progress import Reporter
         from tf_records.elmo.writer import write_elmo_data
-        from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file

@@ -72,8 +72,8 @@ class GptRecipe:
         given = records_input(cfg)
         if given:
             return given
+        from command_line.progress import Reporter
         from tf_records.gpt.writer import write_lm_data
-        from training.progress import Reporter
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file
@@ -209,11 +209,11 @@ def learn_gpt_bpe(lines, files, vocab_size):
     Returns:
         `(vocab, merges)`, as `learn_bpe`.
     """
+    from command_line.progress import Reporter
     from keras_bert_impl.gpt.bpe_learner import bpe_from_counts
     from keras_bert_impl.gpt.bpe_learner import count_words
     from tf_records.input_files import line_bytes
-    from training.progress import Reporter
-    from training.progress import text_meter
+    from tf_records.input_files import text_meter
 
     reading = text_meter("Counting words", files)
     counts = count_words(reading.iterate(lines, size=line_bytes))

@@ -127,7 +127,7 @@ def resolve_xlnet(cfg):
                              "SentencePiece model XLNet reads; `training.learn_vocab "
                              "--model=xlnet` makes one).")
         vocab_file = beside
-    from training.finetune_checks import check_vocab_of_checkpoint
+    from training.vocab_checks import check_vocab_of_checkpoint
 
     check_vocab_of_checkpoint(checkpoint, vocab_file, SPM_FILE)
     try:

@@ -218,12 +218,13 @@ class Timed:
 
 
 class Reporter:
-    """Progress lines for code that must not import this module.
+    """Progress lines for code that takes its reporter as an argument.
 
-    The library (`keras_bert_impl/`, `tf_records/`) sits below `training/`,
-    so its long steps take a `progress` argument instead: this object, or
-    any with the same two methods. The library names each step and counts
-    it; the lines are `Progress`'s and `Timed`'s.
+    The library (`keras_bert_impl/`) never imports this package, and the data
+    writers' functions (`tf_records/`) leave printing to their callers: their
+    long steps take a `progress` argument instead, this object or any with
+    the same two methods. The writer names each step and counts it; the
+    lines are `Progress`'s and `Timed`'s.
 
         write_lm_data(files, tokenizer, "data/", 512, vocab_files,
                       progress=Reporter("train"))
@@ -256,11 +257,3 @@ class Reporter:
         """A `Timed` for a step with nothing to count (a start and an end line)."""
         return Timed(self._name(what), print_fn=self.print_fn)
 
-
-def text_meter(what, files, every_seconds=None, print_fn=print):
-    """A `Progress` over the MB of text `files` read (no total for gzip):
-    `iterate(lines, size=line_bytes)`."""
-    from tf_records.input_files import text_bytes
-
-    return Reporter(every_seconds=every_seconds, print_fn=print_fn).meter(
-        what, total=text_bytes(files), unit="MB", scale=1e-6)

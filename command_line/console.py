@@ -44,7 +44,7 @@ from absl import app
 from absl import flags
 from absl import logging as absl_logging
 
-from training import keras_extras
+from command_line import keras_extras
 
 LOG_FILE = os.path.join("logs", "console.log")
 VERBOSITY_HELP = (
@@ -76,7 +76,7 @@ def verbosity_from_argv(argv):
 def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=None):
     """`absl.app.run(main)` with the console described in the module
     docstring, and Keras imported without its scikit-learn and matplotlib
-    extras (`training.keras_extras`).
+    extras (`command_line.keras_extras`).
 
     Args:
         main: the command's `main(argv)`.

@@ -1,0 +1,135 @@
+"""The house's import directions, read from the source (no module is run):
+each package imports only those below it, no family imports another, and
+no module reaches itself again through its imports.
+
+    command_line        the console, progress lines, Keras' start-up trimming
+    keras_bert_impl     the library: models, layers, tokenizers, checkpoints
+    tasks               the fine-tuning tasks' readers and metrics
+    tf_records          the pretraining data writers and readers
+    training            the commands and their recipes
+"""
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What each package may import of ours besides itself.
+ALLOWED = {
+    "command_line": set(),
+    "keras_bert_impl": set(),
+    "tasks": {"keras_bert_impl"},
+    "tf_records": {"keras_bert_impl", "command_line"},
+    "training": {"keras_bert_impl", "command_line", "tasks", "tf_records"},
+}
+FAMILIES = ("bert", "gpt", "elmo", "xlnet")
+
+
+def _modules():
+    """{module name: path} of every module in the packages above."""
+    found = {}
+    for package in ALLOWED:
+        for folder, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    module = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    found[module.removesuffix(".__init__")] = path
+    return found
+
+
+def _imports(path, modules):
+    """[(line, module)]: what the file imports of ours, anywhere in it (a
+    function's lazy import counts), each resolved to a module that exists."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # `from package import module` imports the module; `from module
+            # import name`, the module.
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
+                     else node.module for alias in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules and name.split(".")[0] in ALLOWED:
+                name = name.rpartition(".")[0]  # `import a.b.c` as far as it is ours
+            if name in modules:
+                found.append((node.lineno, name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph():
+    modules = _modules()
+    return modules, {m: _imports(path, modules) for m, path in modules.items()}
+
+
+def _family(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in FAMILIES else None
+
+
+def test_each_package_imports_only_those_below_it(graph):
+    modules, imports = graph
+    wrong = [f"{modules[m]}:{line} imports {target}"
+             for m, found in imports.items() for line, target in found
+             if target.split(".")[0] != m.split(".")[0]
+             and target.split(".")[0] not in ALLOWED[m.split(".")[0]]]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_family_imports_another(graph):
+    modules, imports = graph
+    wrong = [f"{modules[m]}:{line} imports {target}"
+             for m, found in imports.items() for line, target in found
+             if _family(m) and _family(target) and _family(m) != _family(target)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle(graph):
+    """Tarjan's strongly connected components over every import; the edge
+    from a package's modules to its `__init__` (Python runs it first) is
+    left out, as `__init__` only gathers its modules' names."""
+    _, imports = graph
+    edges = {m: sorted({t for _, t in found if t != m and not m.startswith(t + ".")})
+             for m, found in imports.items()}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    assert not cycles, cycles
+
+
+def test_the_checks_see_a_wrong_import(tmp_path):
+    """The resolver finds a lazy upward import inside a function."""
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    from training.console import run\n")
+    modules = {"training": "", "training.console": ""}
+    assert _imports(str(path), modules) == [(2, "training.console")]
