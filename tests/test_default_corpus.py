@@ -160,3 +160,19 @@ def test_docstrings_are_ast_walks_in_its_order():
     for module in (ast, inspect, json.decoder):
         tree = ast.parse(inspect.getsource(module))
         assert list(default_corpus._tree_docstrings(tree)) == walked(tree), module
+
+
+def test_long_lines_split_at_word_boundaries_once(tmp_path):
+    """A line over the limit becomes consecutive lines within it, words
+    whole and in order; a word over the limit stands alone; documents keep
+    their blank lines; a second call finds nothing to split."""
+    from training.default_corpus import split_long_lines
+
+    path = tmp_path / "train.txt"
+    path.write_text("a b c d e f g\nab\n\nh i jjjjjjjjj k\n")
+    # One token per character, spaces aside.
+    assert split_long_lines([str(path)], lambda t: len(t.replace(" ", "")), 3) == 2
+    assert path.read_text() == "a b c\nd e f\ng\nab\n\nh i\njjjjjjjjj\nk\n"
+    before = path.stat().st_mtime_ns
+    assert split_long_lines([str(path)], lambda t: len(t.replace(" ", "")), 3) == 0
+    assert path.stat().st_mtime_ns == before

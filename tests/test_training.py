@@ -324,6 +324,9 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     print(result.stdout)
     assert console_noise(result.stdout + result.stderr) == [], result.stderr[-3000:]
     log = (tmp_path / "pretrain_output" / LOG_FILE).read_text()
+    # The package's own corpus has no line too long for an instance.
+    assert "more tokens than fit" not in result.stdout + result.stderr + log
+    assert "lines longer than 125 tokens split" in result.stdout
     assert log.startswith("=== ") and "absl::InitializeLog" in log and CPP_LOG_LINE.search(log)
     summary = json.load(open(tmp_path / "pretrain_output" / "summary.json"))
     assert summary["batches_trained"] == 3000

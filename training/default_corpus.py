@@ -207,3 +207,40 @@ def write_default_corpus(folder, heldout_percent=5):
             f.write("\n\n".join(texts[side]) + "\n")
         os.replace(tmp, path)
     return paths, {side: len(docs) for side, docs in texts.items()}
+
+
+def split_long_lines(paths, count_tokens, max_tokens):
+    """Rewrites each corpus file in `paths` whose lines run past `max_tokens`
+    (as `count_tokens(text)` counts them), splitting each such line at word
+    boundaries into consecutive lines of at most `max_tokens`, so that none
+    is cut short in an instance and the writer has nothing to warn about. A
+    single word longer than that stays whole on its own line. Returns the
+    number of lines split; a file with none is left as it is (so a second
+    call changes nothing). The files are the default corpus the package
+    wrote, never a user's: a user's long lines are theirs to see warned."""
+    split = 0
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        out = []
+        for line in lines:
+            if not line or count_tokens(line) <= max_tokens:
+                out.append(line)
+                continue
+            pieces, piece, size = [], [], 0
+            for word in line.split():
+                n = count_tokens(word)
+                if piece and size + n > max_tokens:
+                    pieces.append(" ".join(piece))
+                    piece, size = [], 0
+                piece.append(word)
+                size += n
+            pieces.append(" ".join(piece))
+            split += len(pieces) > 1
+            out += pieces
+        if len(out) != len(lines):
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write("\n".join(out))
+            os.replace(tmp, path)
+    return split

@@ -94,6 +94,17 @@ class BertRecipe:
                 write_vocab(tokens, vocab_file)
                 say(f"Learned a {len(tokens)}-token WordPiece vocabulary "
                     f"({time.time() - start:.0f} s) -> {vocab_file}")
+        if not cfg.input:  # the default corpus: no line of ours runs past an instance
+            from keras_bert_impl.tokenizers import BertTokenizer
+            from training.default_corpus import split_long_lines
+
+            tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
+            split = split_long_lines(train_files + (heldout_files or []),
+                                     lambda text: len(tokenizer.tokenize(text)),
+                                     cfg.max_seq_length - 3)  # [CLS] A [SEP] B [SEP]
+            if split:
+                say(f"Default corpus: {split} lines longer than {cfg.max_seq_length - 3} "
+                    "tokens split at word boundaries")
         instance_config = InstanceConfig(
             max_seq_length=cfg.max_seq_length,
             max_predictions_per_seq=cfg.max_predictions_per_seq,
