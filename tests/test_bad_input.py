@@ -1169,7 +1169,7 @@ def case_finetune_output_dir_is_a_file(a, out):
 # --- training.ablations ------------------------------------------------------------------------
 
 def _ablations(out, **fields):
-    from training.ablations import AblationsConfig
+    from training.ablation.settings import AblationsConfig
     from training.ablations import run
 
     return outcome(lambda: run(AblationsConfig(output_dir=out, **fields)))
@@ -1204,7 +1204,7 @@ def case_ablations_output_dir_is_a_file(a, out):
 
 def _default_ablation_settings(a, out):
     """A folder as a default comparison leaves it: its settings.json."""
-    from training.ablations import AblationsConfig
+    from training.ablation.settings import AblationsConfig
 
     settings = {k: v for k, v in dataclasses.asdict(AblationsConfig()).items()
                 if k not in ("output_dir", "workers", "scaling", "systems")}
