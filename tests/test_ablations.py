@@ -234,8 +234,8 @@ def test_task_builder_files_and_answers(tmp_path):
     held out of pretraining."""
     from tasks import glue
     from tasks import squad
+    from training.ablation.task_rows import INTERNET_SOURCES
     from training.ablation.tasks import HELDOUT_PERCENT
-    from training.ablation.tasks import INTERNET_SOURCES
     from training.ablation.tasks import write_ablation_tasks
     from training.default_corpus import document_sources
     from training.default_corpus import write_default_corpus

@@ -314,7 +314,7 @@ def _finetune_config(cfg, system, task, split, rate, k, folder):
     data = os.path.join(cfg.output_dir, "tasks", task.name)
     length = task.max_seq_length
     if system.model == "elmo":
-        from training.ablation.tasks import MAX_WORDS
+        from training.ablation.task_rows import MAX_WORDS
 
         length = MAX_WORDS + 2  # ELMo counts words, <S> and </S>
     return FinetuneConfig(
