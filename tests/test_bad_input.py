@@ -807,8 +807,8 @@ def case_pretrain_predictions_disagree_with_the_records(a, out):
                          "--max_predictions_per_seq: 5"])
 def case_pretrain_default_flags_take_the_records_values(a, out):
     from training.pretrain import PretrainConfig
-    from training.pretrain import with_model_defaults
     from training.pretrain_checks import agree_with_records
+    from training.pretrain_config import with_model_defaults
 
     cfg = agree_with_records(PretrainConfig(input=a.records),
                              with_model_defaults(PretrainConfig()), explicit=set())

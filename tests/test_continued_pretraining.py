@@ -254,7 +254,7 @@ def test_gpt_and_xlnet_continue_from_hugging_face_folders(model):
     from keras_bert_impl.xlnet import load_xlnet_pretrainer
     from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import make_recipe
-    from training.pretrain import with_model_defaults
+    from training.pretrain_config import with_model_defaults
 
     goldens = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
     folder = os.path.join(goldens, f"{model}_parity")

@@ -95,7 +95,8 @@ def test_flag_checks_stop_without_importing_tensorflow():
     of CPU): a bad flag stops in a moment."""
     script = (
         "import sys\n"
-        "from training.pretrain import PretrainConfig, with_model_defaults, make_recipe\n"
+        "from training.pretrain import PretrainConfig, make_recipe\n"
+        "from training.pretrain_config import with_model_defaults\n"
         "from training.pretrain_checks import check_flags\n"
         "check_flags(with_model_defaults(PretrainConfig(output_dir='unused', num_train_steps=3000)))\n"
         "for cfg in (PretrainConfig(ablation='rtl'), PretrainConfig(model='xlnet', ablation='ltr')):\n"
