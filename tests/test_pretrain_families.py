@@ -158,7 +158,7 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
 
     # Fine-tuning starts from the export as it is: the vocabulary lies beside it.
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     resolved = resolve(FinetuneConfig(model="gpt", task="glue/cola", data_dir=str(tmp_path),
                                       init_checkpoint=str(export / "causal_lm.keras")))

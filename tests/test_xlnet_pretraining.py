@@ -513,7 +513,7 @@ def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
 
     # Fine-tuning finds the SentencePiece model beside either export.
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     for checkpoint in (export, export / "pretrainer.keras"):
         resolved = resolve(FinetuneConfig(model="xlnet", task="glue/cola",
