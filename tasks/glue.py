@@ -1,5 +1,9 @@
 """GLUE: the nine tasks' files as examples, BERT inputs, and submission files.
 
+Over 400 lines: the GLUE files' whole round trip (the nine tasks' layouts,
+reading, encoding, windows, submission files), in one file as `squad.py` and
+`conll.py` keep theirs.
+
 Each task is one frozen `GlueTask` value saying where its texts and labels
 sit in the files the GLUE download script writes (the columns Hugging Face's
 `glue.py` processors and the original `run_classifier.py` read). Reading is

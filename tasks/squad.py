@@ -1,5 +1,8 @@
 """SQuAD v1.1 / v2.0 for fine-tuning, as the original `run_squad.py`.
 
+Over 400 lines: the steps of the original `run_squad.py` listed below, kept
+in one file in its order.
+
 1. `read_squad_examples`: official JSON -> `SquadExample`s; the context is
    split on whitespace into words, and character offsets map to words.
 2. `convert_examples_to_features`: `[CLS] question [SEP] document [SEP]`

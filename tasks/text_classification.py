@@ -19,9 +19,8 @@ the file's header (CSV/TSV) or keys (JSON Lines):
 
 Labels are strings (a JSON number or boolean as JSON writes it: `1`,
 `true`), stripped of surrounding spaces; `label_list` sorts the training
-file's, so label ids stay the same across runs. `classification_metrics`
-scores predicted label ids as the usual reports do: accuracy, macro-F1,
-per-class precision / recall / F1 and the confusion matrix (scikit-learn's).
+file's, so label ids stay the same across runs. The scores are
+`tasks.text_classification_metrics`.
 """
 
 import bisect
@@ -32,9 +31,6 @@ import io
 import json
 import math
 import os
-
-import numpy as np
-import sklearn.metrics
 
 from tasks.bad_rows import BadRowError
 from tasks.glue import InputExample
@@ -374,41 +370,3 @@ def _check_row(path, line, values, text_column, text_b_column, label_column, lab
                           f"not in the training file (its {len(labels)} labels: {shown}).",
                           "unseen label")
     return texts, label
-
-
-# --- Metrics ---------------------------------------------------------------------------------
-
-
-def classification_metrics(gold, predicted, labels):
-    """Accuracy, macro-F1, per-class precision / recall / F1 and the confusion matrix.
-
-    Macro-F1 averages the classes that occur in `gold` or `predicted`
-    (scikit-learn's default set), so a training label absent from dev and
-    never predicted does not count as a zero. A class never predicted has
-    precision 0, one never in `gold` recall 0 (`zero_division=0`).
-
-    Args:
-        gold: int `(N,)` label ids.
-        predicted: int `(N,)` label ids.
-        labels: tuple of str. The label of each id.
-
-    Returns:
-        dict: `accuracy`, `macro_f1` (floats 0..1), `per_class` (label ->
-        `precision`, `recall`, `f1`, `support`) and `confusion_matrix`
-        (rows: gold, columns: predicted, in `labels` order).
-    """
-    gold, predicted = np.asarray(gold), np.asarray(predicted)
-    ids = list(range(len(labels)))
-    precision, recall, f1, support = sklearn.metrics.precision_recall_fscore_support(
-        gold, predicted, labels=ids, zero_division=0)
-    present = sorted(set(gold.tolist()) | set(predicted.tolist()))
-    return {
-        "accuracy": float(sklearn.metrics.accuracy_score(gold, predicted)),
-        "macro_f1": float(np.mean(f1[present])) if present else 0.0,
-        "per_class": {label: {"precision": float(precision[i]), "recall": float(recall[i]),
-                              "f1": float(f1[i]), "support": int(support[i])}
-                      for i, label in enumerate(labels)},
-        "confusion_matrix": sklearn.metrics.confusion_matrix(
-            gold, predicted, labels=ids).tolist(),
-    }
-

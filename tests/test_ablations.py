@@ -234,8 +234,8 @@ def test_task_builder_files_and_answers(tmp_path):
     held out of pretraining."""
     from tasks import glue
     from tasks import squad
+    from training.ablation.task_rows import INTERNET_SOURCES
     from training.ablation.tasks import HELDOUT_PERCENT
-    from training.ablation.tasks import INTERNET_SOURCES
     from training.ablation.tasks import write_ablation_tasks
     from training.default_corpus import document_sources
     from training.default_corpus import write_default_corpus
@@ -391,9 +391,9 @@ def test_quick_tables_end_to_end(tmp_path):
     assert table5["commit"] and table5["settings"]["seeds"] == 1
     for name in ("bert", "no_nsp", "ltr", "gpt", "xlnet"):
         assert table5["pretraining"][name]["batches_trained"] == 20, name
-    from training.ablations import QUICK
-    from training.ablations import AblationsConfig
-    from training.ablations import elmo_steps
+    from training.ablation.settings import QUICK
+    from training.ablation.settings import AblationsConfig
+    from training.ablation.settings import elmo_steps
 
     assert table5["pretraining"]["elmo"]["batches_trained"] == elmo_steps(
         AblationsConfig(**QUICK))
@@ -423,7 +423,9 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
     smaller), then runs its seeds at that rate on dev; a failed pretraining
     leaves its systems' cells with its error, and No NSP and LTR say BERT's
     records are missing."""
-    from training import ablations
+    from training.ablation import runs
+    from training.ablation.settings import AblationsConfig
+    from training.ablation.settings import chosen_systems
 
     calls = []
 
@@ -435,11 +437,11 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
     def fake_pretraining(config, name, corpus):
         return {"error": f"no corpus for {name}"}
 
-    monkeypatch.setattr(ablations, "_run_cell", fake_cell)
-    monkeypatch.setattr(ablations, "_run_pretraining", fake_pretraining)
-    cfg = ablations.AblationsConfig(output_dir=str(tmp_path), workers=1, seeds=3,
-                                    systems="bert,no_nsp,random,gpt")
-    pretraining, cells = ablations._schedule(cfg, {}, ablations.chosen_systems(cfg), None)
+    monkeypatch.setattr(runs, "_run_cell", fake_cell)
+    monkeypatch.setattr(runs, "_run_pretraining", fake_pretraining)
+    cfg = AblationsConfig(output_dir=str(tmp_path), workers=1, seeds=3,
+                          systems="bert,no_nsp,random,gpt")
+    pretraining, cells = runs._schedule(cfg, {}, chosen_systems(cfg), None)
     assert pretraining == {"bert": {"error": "no corpus for bert"},
                            "no_nsp": {"error": "BERT's pretraining data was not written (see "
                                                "pretrain/bert/log.txt)."},
@@ -457,13 +459,14 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
 
 def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
     from training import ablations
+    from training.ablation.settings import AblationsConfig
 
     for changes, message in (({"learning_rates": "1e-3,x"}, "--learning_rates='1e-3,x'"),
                              ({"learning_rates": "0"}, "must be > 0"),
                              ({"systems": "bert,elmo2"}, "'elmo2' not one of"),
                              ({"pretrain_seq_length": 3}, "--pretrain_seq_length=3"),
                              ({"seeds": 0}, "--seeds=0")):
-        cfg = ablations.AblationsConfig(output_dir=str(tmp_path / "out"), **changes)
+        cfg = AblationsConfig(output_dir=str(tmp_path / "out"), **changes)
         with pytest.raises(SystemExit, match=message):
             ablations.run(cfg)
         assert not (tmp_path / "out").exists()
@@ -476,8 +479,8 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
     pretraining's from the full budget) with their intervals."""
     from PIL import Image
 
-    from training import ablations
     from training.ablation import scaling as ablation_scaling
+    from training.ablation.settings import AblationsConfig
 
     ran = []
 
@@ -494,8 +497,8 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
             json.dump({"systems": systems}, f)
         return 0
 
-    cfg = ablations.AblationsConfig(output_dir=str(tmp_path), scaling=True,
-                                    pretrain_steps=400, pretrain_warmup_steps=40)
+    cfg = AblationsConfig(output_dir=str(tmp_path), scaling=True,
+                          pretrain_steps=400, pretrain_warmup_steps=40)
     assert ablation_scaling.run_scaling(cfg, fake_run) == 0
     assert ran == [(str(tmp_path / "scaling" / "steps100"), 100, 10, "bert,no_nsp,ltr")]
     scaling = json.load(open(tmp_path / "scaling.json"))

@@ -807,8 +807,8 @@ def case_pretrain_predictions_disagree_with_the_records(a, out):
                          "--max_predictions_per_seq: 5"])
 def case_pretrain_default_flags_take_the_records_values(a, out):
     from training.pretrain import PretrainConfig
-    from training.pretrain import with_model_defaults
     from training.pretrain_checks import agree_with_records
+    from training.pretrain_config import with_model_defaults
 
     cfg = agree_with_records(PretrainConfig(input=a.records),
                              with_model_defaults(PretrainConfig()), explicit=set())
@@ -1169,7 +1169,7 @@ def case_finetune_output_dir_is_a_file(a, out):
 # --- training.ablations ------------------------------------------------------------------------
 
 def _ablations(out, **fields):
-    from training.ablations import AblationsConfig
+    from training.ablation.settings import AblationsConfig
     from training.ablations import run
 
     return outcome(lambda: run(AblationsConfig(output_dir=out, **fields)))
@@ -1204,7 +1204,7 @@ def case_ablations_output_dir_is_a_file(a, out):
 
 def _default_ablation_settings(a, out):
     """A folder as a default comparison leaves it: its settings.json."""
-    from training.ablations import AblationsConfig
+    from training.ablation.settings import AblationsConfig
 
     settings = {k: v for k, v in dataclasses.asdict(AblationsConfig()).items()
                 if k not in ("output_dir", "workers", "scaling", "systems")}

@@ -50,7 +50,7 @@ def test_checkpoint_by_name_offline(hub_cache):
     for a, b in zip(by_name.get_weights(), by_path.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
     from training.finetune import FinetuneConfig
-    from training.finetune import with_checkpoint_by_name
+    from training.finetune_config import with_checkpoint_by_name
 
     typed = FinetuneConfig(init_checkpoint=REPO, task="glue/sst-2", data_dir="x")
     assert with_checkpoint_by_name(typed).init_checkpoint == folder  # --init_checkpoint=name
@@ -254,7 +254,7 @@ def test_gpt_and_xlnet_continue_from_hugging_face_folders(model):
     from keras_bert_impl.xlnet import load_xlnet_pretrainer
     from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import make_recipe
-    from training.pretrain import with_model_defaults
+    from training.pretrain_config import with_model_defaults
 
     goldens = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
     folder = os.path.join(goldens, f"{model}_parity")

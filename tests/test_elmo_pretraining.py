@@ -399,7 +399,7 @@ def test_bad_elmo_flags_stop_before_anything_is_written(flags, message):
 
 def test_elmo_takes_bilm_tf_defaults_where_the_flags_keep_berts():
     from training.pretrain import PretrainConfig
-    from training.pretrain import with_model_defaults
+    from training.pretrain_config import with_model_defaults
 
     cfg = with_model_defaults(PretrainConfig(model="elmo", learning_rate=0.5))
     assert (cfg.optimizer, cfg.learning_rate, cfg.clip_norm, cfg.warmup_steps,

@@ -492,7 +492,7 @@ def test_gpt_backbone_from_checkpoints(backbone, tmp_path):
 ])
 def test_finetune_gpt_refuses_clearly(tmp_path, changes, message):
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     cfg = FinetuneConfig(**{"task": "glue/rte", "data_dir": str(tmp_path), **changes})
     with pytest.raises(SystemExit, match=message):
@@ -501,7 +501,7 @@ def test_finetune_gpt_refuses_clearly(tmp_path, changes, message):
 
 def test_bert_defaults_unchanged(tmp_path):
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     cfg = resolve(FinetuneConfig(task="glue/rte", data_dir=str(tmp_path), preset="tiny",
                                  vocab_file="vocab.txt"))
@@ -513,7 +513,7 @@ def test_a_vocabulary_other_than_the_checkpoints_own_is_refused(tmp_path):
     every row ids the checkpoint never learned: refused, naming both files;
     the checkpoint's own files, or identical copies, are taken."""
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     export = tmp_path / "export"
     export.mkdir()

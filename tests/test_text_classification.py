@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from tasks.glue import InputExample
 from tasks.text_classification import BadInputError
-from tasks.text_classification import classification_metrics
 from tasks.text_classification import label_list
 from tasks.text_classification import read_text_file
+from tasks.text_classification_metrics import classification_metrics
 from training.finetune import FinetuneConfig
 from training.finetune import run
 

@@ -359,7 +359,8 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from absl import app
     from training import pretrain
-    pretrain.define_flags(pretrain.PretrainConfig, pretrain.HELP)
+    from training.pretrain_config import HELP
+    pretrain.define_flags(pretrain.PretrainConfig, HELP)
     app.run(pretrain.main, argv=["pretrain"] + sys.argv[1:])
 """)
 
@@ -492,11 +493,12 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
     from training import pretrain
     from training.config_flags import define_flags
     from training.config_flags import from_flags
+    from training.pretrain_config import HELP
 
     for argv, expected in (([], None), (["--mixed_precision"], True),
                            (["--nomixed_precision"], False)):
         values = flags.FlagValues()
-        define_flags(pretrain.PretrainConfig, pretrain.HELP, values)
+        define_flags(pretrain.PretrainConfig, HELP, values)
         values(["pretrain", *argv])
         assert from_flags(pretrain.PretrainConfig, values).mixed_precision is expected, argv
     for has_bfloat16 in (True, False):

@@ -49,7 +49,7 @@ def test_xlnet_spiece_model_other_than_the_checkpoints_is_refused(tmp_path):
 @pytest.mark.parametrize("model", ["bert", "xlnet"])
 def test_finetune_refuses_a_vocabulary_not_the_checkpoints(model, tmp_path):
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     if model == "bert":
         checkpoint, vocab = MINILM, _vocab_with(tmp_path, {2000: "the-other"})

@@ -30,7 +30,7 @@ from tf_records.xlnet.writer import write_xlnet_records
 from training.evaluation import plm_report
 from training.pretrain import PretrainConfig
 from training.pretrain import make_recipe
-from training.pretrain import with_model_defaults
+from training.pretrain_config import with_model_defaults
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -77,7 +77,7 @@ def test_defaults_and_resolved_sizes():
     assert (config.d_model, config.n_layer, config.n_head, config.d_head, config.d_inner) == (
         128, 2, 2, 64, 512)
     assert _recipe(preset="base").model_config(32000).d_model == 768
-    from training.pretrain import DEFAULT_TRAIN_STEPS
+    from training.pretrain_config import DEFAULT_TRAIN_STEPS
 
     assert DEFAULT_TRAIN_STEPS["xlnet"] == 1000
 
@@ -513,7 +513,7 @@ def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
 
     # Fine-tuning finds the SentencePiece model beside either export.
     from training.finetune import FinetuneConfig
-    from training.finetune import resolve
+    from training.finetune_config import resolve
 
     for checkpoint in (export, export / "pretrainer.keras"):
         resolved = resolve(FinetuneConfig(model="xlnet", task="glue/cola",
@@ -540,7 +540,8 @@ def _check_mirrored_matches(text, tmp_path, losses_one, weights_one):
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from absl import app
         from training import pretrain
-        pretrain.define_flags(pretrain.PretrainConfig, pretrain.HELP)
+        from training.pretrain_config import HELP
+        pretrain.define_flags(pretrain.PretrainConfig, HELP)
         app.run(pretrain.main, argv=["pretrain"] + sys.argv[1:])
     """)
     out = _run(_args(tmp_path / "mirrored", text, "--strategy=mirrored", *_STRAIGHT_FLAGS,

@@ -1,5 +1,8 @@
 """The fine-tuning entry point's tasks: files in, model, metric, predictions out.
 
+Over 400 lines: one class per kind of task and the helpers they share, kept
+together because GPT's, ELMo's and XLNet's tasks build on both from here.
+
 One small class per kind of task (GLUE, SQuAD, CoNLL NER, SWAG), each with
 the same five methods the entry point calls in order:
 

@@ -11,10 +11,11 @@ TFRecords -> `model.fit` under a strategy -> held-out evaluation -> export.
 
 Run the same command again after a crash and it resumes at the last
 checkpoint: same step, learning rate, optimizer state and data position.
-Every flag is a field of `PretrainConfig`; its default is the flag's. A
-model family adds its recipe (data, model, loss, evaluation, export:
-`training/bert/recipe.py`, `training/gpt/recipe.py`,
-`training/elmo/recipe.py`, `training/xlnet/recipe.py`); the trainer here is
+Every flag is a field of `PretrainConfig` (`training/pretrain_config.py`,
+with the flags' help); its default is the flag's. A model family adds its
+recipe (data, model, loss, evaluation, export: `training/bert/recipe.py`,
+`training/gpt/recipe.py`, `training/elmo/recipe.py`,
+`training/xlnet/recipe.py`); the trainer (`training/pretrain_loop.py`) is
 one for all. Where a family trains differently by default (ELMo: bilm-tf's
 Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
 `MODEL_DEFAULTS` replaces the flags still at BERT's defaults that were not typed.
@@ -35,192 +36,12 @@ from training.config_flags import from_flags
 from training.pretrain_common import is_tfrecords
 from training.pretrain_common import say
 from training.pretrain_common import write_json
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainConfig:
-    """Settings of a pretraining run. The defaults are the main job's."""
-
-    model: str = "bert"
-    ablation: str = ""
-    init_checkpoint: str = ""
-    input: str = ""
-    heldout_input: str = ""
-    output_dir: str = "pretrain_output"
-    vocab_file: str = ""
-    vocab_size: int = 8000
-    do_lower_case: bool = True
-    preset: str = "tiny"
-    config_file: str = ""
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    dupe_factor: int = 5
-    do_whole_word_mask: bool = False
-    chinese_word_segmenter: str = ""
-    input_format: str = "segment_pair"
-    global_batch_size: int = 32
-    shuffle_buffer: int = 10_000
-    length_grouping: int = 16
-    batch_slices: int = 0
-    num_train_steps: int = 0
-    phase2_steps: int = 0
-    phase2_max_seq_length: int = 512
-    phase2_max_predictions_per_seq: int = 80
-    checkpoint_every_steps: int = 500
-    steps_per_execution: int = 1
-    strategy: str = "auto"
-    tpu: str = ""
-    mixed_precision: bool | None = None
-    jit_compile: bool = False
-    optimizer: str = "adamw"
-    learning_rate: float = 2e-3
-    warmup_steps: int = 300
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    gradient_accumulation_steps: int = 1
-    seed: int = 12345
-    data_workers: int = 2
-    log_every_steps: int = 100
-    fill_mask_examples: int = 4
-    saved_model: bool = True
-
-
-HELP = {
-    "model": "bert, gpt (OpenAI GPT: BPE vocabulary, contiguous token windows, next-token LM), "
-             "elmo (ELMo's biLM, as bilm-tf: a word vocabulary by frequency, streams of "
-             "sentences in windows, LSTM states carried across batches, forward and backward "
-             "LM through one softmax; one replica only) or xlnet (XLNet: a SentencePiece "
-             "model, XLNet's records of streams with span masking, the permutation LM with "
-             "two-stream attention and Transformer-XL memory carried across batches; one "
-             "device, mirrored or multi_worker).",
-    "ablation": "BERT's Table 5 ablations: '' (MLM + NSP), no_nsp (MLM only), ltr (LTR & No NSP: "
-                "causal mask, next-token loss on every position, from the same records).",
-    "init_checkpoint": "Continue pretraining from these weights (BERT): a Hugging Face folder, "
-                       "an original Google folder or checkpoint prefix, a .keras file, or a "
-                       "Hub repository id (bert-base-uncased, org/name@revision; the local "
-                       "cache when offline). Its size, vocabulary, casing and pretraining "
-                       "heads are used (fresh heads where it has none); --learning_rate "
-                       "defaults to 2e-5. Empty: random weights.",
-    "input": "Text files/globs (comma-separated; one sentence per line, blank line between "
-             "documents) or a TFRecord folder/manifest.json/file pattern. Empty: the default "
-             "corpus (Python standard-library docstrings + pydoc topics).",
-    "heldout_input": "Held-out text or TFRecords for the final evaluation. Empty: the default "
-                     "corpus's held-out documents, or none.",
-    "output_dir": "Run folder: data, checkpoints, TensorBoard logs, export, summary.json.",
-    "vocab_file": "vocab.txt (GPT: vocab.json, with merges.txt beside it; ELMo: bilm-tf's "
-                  "vocab.txt, <S> </S> <UNK> first, then words by frequency; XLNet: "
-                  "spiece.model). Empty with text input: learn one from the training text.",
-    "vocab_size": "Size of a learned vocabulary (ELMo: the most frequent words kept, the "
-                  "rest <UNK>; above 20000 its softmax is sampled; XLNet: SentencePiece "
-                  "unigram pieces).",
-    "do_lower_case": "Lowercase and strip accents (uncased).",
-    "preset": "Model size: tiny, mini, small, medium, base, large; GPT: gpt_tiny, gpt_mini, gpt "
-              "(tiny and mini mean gpt_tiny and gpt_mini); ELMo: elmo_tiny, elmo_small, "
-              "elmo_medium, elmo_original (tiny, small, medium, base mean those); XLNet: "
-              "xlnet_tiny (2 x 128), xlnet_debug, xlnet_base, xlnet_large (tiny, debug, base, "
-              "large mean those).",
-    "config_file": "bert_config.json (GPT: config.json; ELMo: bilm-tf's options.json; XLNet: a "
-                   "Hugging Face config.json, its mem_len, reuse_len and bi_data kept) "
-                   "overriding --preset (vocab_size is taken from the data).",
-    "max_seq_length": "Tokens per sequence (GPT: per window; each window predicts its next "
-                      "tokens; ELMo: bilm-tf's unroll_steps, 20 by default, the window the "
-                      "gradient flows through while the LSTM states run on; XLNet: seq_len of "
-                      "its records, half of them reused as the next record's memory).",
-    "max_predictions_per_seq": "Masked positions per sequence (BERT; XLNet: num_predict, "
-                               "about seq_len / 6).",
-    "dupe_factor": "Passes over the text when writing TFRecords, each with new masks (XLNet: "
-                   "the original's num_passes).",
-    "do_whole_word_mask": "Mask whole words.",
-    "chinese_word_segmenter": "With --do_whole_word_mask on Chinese text: jieba finds the "
-                              "words whose characters are masked together (Chinese-BERT-wwm); "
-                              "the records keep one token per character. Needs "
-                              "`pip install keras_bert_impl[chinese]`. Empty: characters are "
-                              "words.",
-    "input_format": "BERT's records: segment_pair (A [SEP] B, NSP labels: the paper's), or "
-                    "RoBERTa's rows of whole sentences without NSP (its loss is then MLM only): "
-                    "full_sentences (crossing documents after an extra [SEP]) or doc_sentences "
-                    "(never crossing a document).",
-    "global_batch_size": "Sequences per step over all replicas (ELMo, XLNet: streams, each "
-                         "row continuing its own text from batch to batch).",
-    "shuffle_buffer": "Records in the shuffle buffer; 0 reads files and records in order "
-                      "(ELMo's and XLNet's streams are always read in order).",
-    "length_grouping": "BERT: read this many batches at a time, sort them by length and cut "
-                       "each batch to its longest row (a multiple of 16): less compute on "
-                       "padding, the same records. 0: every batch max_seq_length long. Used "
-                       "with one replica (the default strategy) only.",
-    "batch_slices": "BERT on CPU (the default strategy, no GPU or TPU): run each training batch "
-                    "as this many slices side by side, each with its share of the cores' op "
-                    "threads (ops of a small model do not fill several cores; the same values "
-                    "up to float rounding, other dropout draws). 0: 2 where two ops can run at "
-                    "once on two cores, else 1 (whole batches). Ignored elsewhere.",
-    "num_train_steps": "Optimizer updates; 0: the model's main-job default (BERT 3000, GPT 1000: "
-                       "its LM loss on every position costs ~3x BERT's per step; ELMo 1000 "
-                       "of 16 streams: ~4 minutes on two CPU cores; XLNet 1000 of 32 x 64 "
-                       "tokens: 2-4 minutes).",
-    "phase2_steps": "BERT: the paper's second phase. After --num_train_steps at "
-                    "--max_seq_length (phase 1: the paper's 90% at 128), this many more steps "
-                    "on records of --phase2_max_seq_length (the paper's 10% at 512) written "
-                    "from the same text, in the same run: the weights and optimizer state "
-                    "carry on, the learning-rate schedule spans both phases, position "
-                    "embeddings past phase 1's length train here; a resume continues the "
-                    "phase it stopped in. 0: one phase.",
-    "phase2_max_seq_length": "Tokens per sequence in phase 2 (the paper's 512).",
-    "phase2_max_predictions_per_seq": "Masked positions per sequence in phase 2 (the "
-                                      "original's 80 at 512).",
-    "checkpoint_every_steps": "Checkpoint interval (rounded down to divide num_train_steps).",
-    "steps_per_execution": "Steps per compiled call (TPUs like 100s).",
-    "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
-    "tpu": "TPU name or address; 'local' on Colab / Cloud TPU VMs.",
-    "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits); "
-                       "--nomixed_precision: float32. Not given: on for BERT and XLNet on a CPU "
-                       "with bfloat16 instructions (avx512_bf16 or amx_bf16) and the default "
-                       "strategy (measured on their main jobs: faster, held-out accuracy as "
-                       "good), float32 elsewhere.",
-    "jit_compile": "Compile the train step with XLA (static shapes).",
-    "optimizer": "adamw (the original), lamb, or adagrad (bilm-tf's: constant learning rate, "
-                 "initial accumulator 1.0; ELMo's default).",
-    "learning_rate": "Peak learning rate (the original: 1e-4 for BERT-BASE's 1M steps).",
-    "warmup_steps": "Linear warmup steps, then linear decay to 0 at num_train_steps.",
-    "weight_decay": "Decoupled weight decay (not on LayerNorm or biases).",
-    "clip_norm": "Global-norm gradient clipping (0: off). Per replica, then summed, as the "
-                 "original on TPU cores.",
-    "gradient_accumulation_steps": "Batches per optimizer update.",
-    "seed": "Seed for data writing, data order and initialization.",
-    "data_workers": "Processes writing TFRecords.",
-    "log_every_steps": "Steps between progress lines / TensorBoard points.",
-    "fill_mask_examples": "Held-out sentences shown with [MASK] predictions (BERT, XLNet: one "
-                          "word hidden by the permutation mask) or greedy continuations (GPT) "
-                          "at the end.",
-    "saved_model": "Export a SavedModel (TF Serving signatures) beside the Keras model and "
-                   "the family's checkpoint files. Off: those files only, all that "
-                   "fine-tuning reads (the Table 5 driver turns it off).",
-}
-
-# The main job's length per model: GPT's LM loss on every position costs
-# about 3x BERT's 20 masked positions per step (measured on the main job).
-# ELMo's elmo_tiny step (16 streams x 20 tokens, both directions, an
-# 8000-word softmax) takes ~0.2 s on two CPU cores; Adagrad at bilm-tf's
-# 0.2 needs ~1000 steps to pass the unigram model on the default corpus
-# (measured: held-out perplexity 370 vs 434 after 1000, 500 vs 434 after
-# 400 steps of 32 streams).
-# XLNet's xlnet_tiny step (32 streams x 64 tokens, both streams, memory
-# 32) takes 0.13-0.26 s on two shared CPU cores; 800 steps already pass the
-# unigram model by far (measured: held-out perplexity 98 vs 424).
-DEFAULT_TRAIN_STEPS = {"bert": 3000, "gpt": 1000, "elmo": 1000, "xlnet": 1000}
-
-# Where a family trains differently, its settings replace the flags left
-# at BERT's defaults: ELMo as bilm-tf's `train_elmo.py` (Adagrad 0.2 with
-# accumulators from 1.0, no schedule or weight decay, clipping at 10,
-# 20-token windows), with 16 streams instead of its 128 per GPU, for CPUs.
-# XLNet on CPUs: 64-token records (reuse 32, 11 predicted: XLNet's ~1/6),
-# half of BERT's, since its relative attention costs more per token; a
-# 4000-piece SentencePiece model (the default corpus has too little text
-# for 8000 unigram pieces); warmup 10% of its 1000 steps.
-MODEL_DEFAULTS = {"elmo": {"optimizer": "adagrad", "learning_rate": 0.2, "warmup_steps": 0,
-                           "weight_decay": 0.0, "clip_norm": 10.0, "max_seq_length": 20,
-                           "global_batch_size": 16},
-                  "xlnet": {"max_seq_length": 64, "max_predictions_per_seq": 11,
-                            "vocab_size": 4000, "warmup_steps": 100}}
+from training.pretrain_config import DEFAULT_TRAIN_STEPS
+from training.pretrain_config import HELP
+from training.pretrain_config import MODEL_DEFAULTS
+from training.pretrain_config import PretrainConfig
+from training.pretrain_config import with_model_defaults
+from training.pretrain_loop import train
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
@@ -277,16 +98,6 @@ def _unset_mixed_precision(cfg):
     return auto_mixed_precision(cfg.model, cfg.strategy, cfg.tpu)
 
 
-def with_model_defaults(cfg, explicit=None):
-    """`cfg` with the model's `MODEL_DEFAULTS` where its flags keep BERT's
-    defaults and were not given (`explicit`: the flags typed; a typed flag
-    is obeyed even when its value is BERT's default)."""
-    bert = PretrainConfig()
-    return dataclasses.replace(cfg, **{
-        key: value for key, value in MODEL_DEFAULTS.get(cfg.model, {}).items()
-        if getattr(cfg, key) == getattr(bert, key) and key not in (explicit or ())})
-
-
 def make_recipe(cfg, init=None):
     """The model family's recipe: data, model, loss, evaluation and export
     (`init`: BERT's `InitCheckpoint` to continue from)."""
@@ -310,125 +121,6 @@ def make_recipe(cfg, init=None):
 
         return XLNetRecipe(cfg, init)
     raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
-
-
-def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None,
-          phase2=None):
-    """Builds, restores and fits (each batch in `slices`, `BatchSlices`); returns
-    (model, model_config, step, nan). `at_start(model, model_config)`: called
-    before the first step of a run that starts at step 0. `phase2`:
-    `(recipe, records)` of the second phase (`--phase2_steps`): its batches
-    follow phase 1's in the same fit, schedule and checkpoints."""
-    import keras
-    import tensorflow as tf
-
-    from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
-    from tf_records.reader import pipeline_share
-    from tf_records.reader import read_manifest
-    from training.checkpointing import CheckpointEveryEpoch
-    from training.checkpointing import TrainingCheckpoint
-    from training.distribution import replicas_batch
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
-    from training.pretrain_common import checkpoint_interval
-    from training.train_log import TrainingLog
-
-    replicas_batch(strategy, cfg.global_batch_size)  # checks divisibility
-    accumulation = cfg.gradient_accumulation_steps
-    phase1_batches = cfg.num_train_steps * accumulation
-    total_batches = (cfg.num_train_steps + (cfg.phase2_steps if phase2 else 0)) * accumulation
-    interval = checkpoint_interval(total_batches, cfg.checkpoint_every_steps * accumulation)
-    if phase2 and phase1_batches % interval:
-        raise SystemExit(f"The checkpoint interval ({interval} batches) must divide phase 1's "
-                         f"{phase1_batches} (--num_train_steps): phase 2 starts on a checkpoint.")
-    if interval % cfg.steps_per_execution:
-        raise SystemExit(f"--steps_per_execution={cfg.steps_per_execution} must divide the "
-                         f"checkpoint interval ({interval} batches).")
-    keras.utils.set_random_seed(cfg.seed)
-    with strategy.scope():
-        model, model_config = recipe.build_model(vocab_size)
-        optimizer = create_optimizer(OptimizerConfig(
-            optimizer=cfg.optimizer, learning_rate=cfg.learning_rate, warmup_steps=cfg.warmup_steps,
-            weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm,
-            gradient_accumulation_steps=accumulation),
-            total_batches // accumulation)
-        model.compile(optimizer=optimizer, steps_per_execution=cfg.steps_per_execution,
-                      jit_compile=cfg.jit_compile)
-        checkpoint = TrainingCheckpoint(model, os.path.join(cfg.output_dir, "checkpoints"),
-                                        strategy=strategy)
-        step = checkpoint.restore_latest()
-    if slices > 1:
-        model.batch_slices = slices
-    if step:
-        say(f"Resuming at batch {step} of {total_batches} from {checkpoint.directory}")
-        if hasattr(recipe, "after_restore"):  # XLNet: state a restore cannot give back
-            recipe.after_restore(model, strategy)
-    if step % interval:
-        raise SystemExit(f"The last checkpoint is at batch {step}, not a multiple of the "
-                         f"interval {interval}: was --checkpoint_every_steps changed?")
-    if step >= total_batches:
-        return model, model_config, step, None
-    if at_start and not step:
-        at_start(model, model_config)
-
-    def dataset_fn(context):
-        replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
-        sharded = context.num_input_pipelines > 1
-        if sharded and hasattr(recipe, "pipeline_streams"):  # XLNet: streams, not files
-            say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
-                f"{recipe.pipeline_streams(train_source, context)}")
-        elif sharded and (os.path.isdir(train_source) or train_source.endswith(".json")):
-            files = [s["file"] for s in read_manifest(train_source)["shards"]]
-            mine, _ = pipeline_share(files, None, context)
-            say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
-                f"reads {', '.join(mine)}")
-        return without_autotune_thread(recipe.dataset(
-            train_source, context.get_per_replica_batch_size(cfg.global_batch_size),
-            model_config, start_batch=step * replicas_per_pipeline,
-            input_context=context if sharded else None))
-
-    def local_dataset(recipe, source, start):
-        # Batches of similar length, cut to their longest row: one replica
-        # only (replicas in one step would get different shapes). Autotuning
-        # off: ELMo's language model is not a `KerasStrategyFixes` model.
-        return without_autotune_thread(recipe.dataset(
-            source, cfg.global_batch_size, model_config, start_batch=start,
-            length_grouping=cfg.length_grouping))
-
-    if strategy is tf.distribute.get_strategy():  # the default: no distribution
-        dataset = local_dataset(recipe, train_source, step)
-    else:
-        dataset = strategy.distribute_datasets_from_function(dataset_fn)
-    saver = CheckpointEveryEpoch(checkpoint, interval)
-    log = TrainingLog(
-        total_batches, step, interval, cfg.log_every_steps, cfg.global_batch_size,
-        cfg.global_batch_size * cfg.max_seq_length,
-        log_dir=os.path.join(cfg.output_dir, "tensorboard") if checkpoint.is_chief else None)
-    what = cfg.config_file or recipe.preset
-    objective = getattr(recipe, "ablation", cfg.ablation)  # BERT on RoBERTa's rows: no_nsp
-    say(f"Training {what} {recipe.name}{f' ({objective})' if objective else ''} "
-        f"({model.count_params():,} parameters) for {total_batches} batches of "
-        f"{cfg.global_batch_size}{' in mixed_bfloat16' if cfg.mixed_precision else ''} on "
-        f"{strategy.num_replicas_in_sync} replica(s)"
-        f"{f' in {slices} slices side by side' if slices > 1 else ''}, checkpoint every {interval}")
-    if phase2:
-        say(f"Phase 1: batches 1-{phase1_batches} at {cfg.max_seq_length} tokens; phase 2: "
-            f"{phase1_batches + 1}-{total_batches} at {cfg.phase2_max_seq_length}.")
-    if step < phase1_batches or not phase2:
-        end = phase1_batches if phase2 else total_batches
-        model.fit(dataset, epochs=end // interval, initial_epoch=step // interval,
-                  steps_per_epoch=interval, callbacks=[saver, log], verbose=0,
-                  shuffle=False)  # the dataset orders itself (seeded, resumable)
-        if saver.bad_loss or not phase2:
-            return model, model_config, saver.batches or step, saver.bad_loss
-        step = saver.batches or step
-    phase2_recipe, phase2_source = phase2
-    say(f"Phase 2 from batch {step + 1}: {cfg.phase2_max_seq_length}-token records "
-        f"{phase2_source}")
-    model.fit(local_dataset(phase2_recipe, phase2_source, step - phase1_batches),
-              epochs=total_batches // interval, initial_epoch=step // interval,
-              steps_per_epoch=interval, callbacks=[saver, log], verbose=0, shuffle=False)
-    return model, model_config, saver.batches or step, saver.bad_loss
 
 
 def main(argv):

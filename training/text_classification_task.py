@@ -34,6 +34,7 @@ import numpy as np
 
 from tasks import glue
 from tasks import text_classification as reading
+from tasks.text_classification_metrics import classification_metrics
 from training.finetune_tasks import GlueTask
 from training.finetune_tasks import _say
 
@@ -136,7 +137,7 @@ class TextClassificationTask(GlueTask):
         probabilities = _softmax(logits)
         ids = {label: i for i, label in enumerate(self.class_labels)}
         gold = np.asarray([ids[e.label] for e in examples])
-        return reading.classification_metrics(
+        return classification_metrics(
             gold, probabilities.argmax(-1), self.class_labels), probabilities
 
     def evaluate(self, model, split):

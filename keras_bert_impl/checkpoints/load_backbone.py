@@ -8,7 +8,7 @@ import keras
 from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
 from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-from keras_bert_impl.checkpoints.keras_hub_preset import is_keras_hub_preset
+from keras_bert_impl.checkpoints.keras_hub_common import is_keras_hub_preset
 from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
 from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
 from keras_bert_impl.models.bert_backbone import BertBackbone

@@ -1,5 +1,8 @@
 """ELMo as features: task models on a frozen biLM (Peters et al. 2018, Sec. 3.3).
 
+Over 400 lines: one class per task head, with the layers they share, kept
+together so the family's task models read as one list.
+
 The paper's way of using ELMo: the pretrained biLM is fixed, a task model
 reads `ELMo_k = gamma * sum_j s_j h_{k,j}` (a `ScalarMix` over the biLM's
 L + 1 layers, learned with the task) and the task's own network does the

@@ -1,5 +1,8 @@
 """GPT's fine-tuning models: classifier, multiple choice, token tagger.
 
+Over 400 lines: one class per task head, with the layers they share, kept
+together so the family's task models read as one list.
+
 GPT fine-tuning (Radford et al. 2018, Sec. 3.2-3.3; the original
 `finetune-transformer-lm` `train.py`): a linear layer on the final state at
 the `_classify_` token, trained on `L3 = L2 + lm_coef * L1`, where L2 is the

@@ -1,7 +1,8 @@
 """keras-hub `XLNetBackbone` preset folders, both ways.
 
 The BERT converter's counterpart (`keras_bert_impl.checkpoints.
-keras_hub_preset`, whose folder checks and atomic write this reuses).
+keras_hub_preset`), with the folder checks and the atomic write that both
+take from `keras_bert_impl.checkpoints.keras_hub_common`.
 keras-hub reads and writes the files; variables meet through the Hugging
 Face names our XLNet already maps to (`xlnet_checkpoint.xlnet_hf_slots`):
 keras-hub keeps q, k, v, o and r as `(H, N, D)` einsum kernels (the
@@ -21,14 +22,14 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.keras_hub_preset import CONFIG_FILE
-from keras_bert_impl.checkpoints.keras_hub_preset import XLNET_BACKBONE
-from keras_bert_impl.checkpoints.keras_hub_preset import activation_name
-from keras_bert_impl.checkpoints.keras_hub_preset import assign_checked
-from keras_bert_impl.checkpoints.keras_hub_preset import check_covered
-from keras_bert_impl.checkpoints.keras_hub_preset import check_replaceable
-from keras_bert_impl.checkpoints.keras_hub_preset import read_preset_config
-from keras_bert_impl.checkpoints.keras_hub_preset import write_preset_atomic
+from keras_bert_impl.checkpoints.keras_hub_common import CONFIG_FILE
+from keras_bert_impl.checkpoints.keras_hub_common import XLNET_BACKBONE
+from keras_bert_impl.checkpoints.keras_hub_common import activation_name
+from keras_bert_impl.checkpoints.keras_hub_common import assign_checked
+from keras_bert_impl.checkpoints.keras_hub_common import check_covered
+from keras_bert_impl.checkpoints.keras_hub_common import check_replaceable
+from keras_bert_impl.checkpoints.keras_hub_common import read_preset_config
+from keras_bert_impl.checkpoints.keras_hub_common import write_preset_atomic
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_checkpoint import _assign
 from keras_bert_impl.xlnet.xlnet_checkpoint import xlnet_hf_tensors

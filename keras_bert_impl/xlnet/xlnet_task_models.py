@@ -1,5 +1,8 @@
 """XLNet's fine-tuning models: classifier, multiple choice, span QA, token tagger.
 
+Over 400 lines: one class per task head, with the layers they share, kept
+together so the family's task models read as one list.
+
 As the original `function_builder.py` and transformers' `XLNetFor*` heads,
 on the content stream of an `XLNetBackbone` (no memory, no query stream:
 fine-tuning reads whole rows, `xlnet_inputs` lays them out):

@@ -37,7 +37,7 @@ CANDIDATES = {  # name: (training.finetune task, max_seq_length)
 
 
 def _one(job):
-    from training.ablations import _free_models
+    from training.ablation.runs import _free_models
     from training.finetune import FinetuneConfig
     from training.finetune import run
 
@@ -70,9 +70,10 @@ def _one(job):
 
 def main(argv):
     del argv
+    from training.ablation import task_rows
     from training.ablation import tasks as ablation_tasks
 
-    ablation_tasks.PARAGRAPH_SENTENCES = FLAGS.paragraph_sentences
+    task_rows.PARAGRAPH_SENTENCES = FLAGS.paragraph_sentences
     tasks_dir = os.path.join(FLAGS.output_dir, "tasks")
     manifest = ablation_tasks.write_ablation_tasks(tasks_dir, FLAGS.num_train, FLAGS.num_dev,
                                                    seed=0, names=FLAGS.tasks)

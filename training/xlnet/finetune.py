@@ -1,5 +1,8 @@
 """XLNet's side of fine-tuning (`training.finetune --model=xlnet`): defaults, checkpoint, tasks.
 
+Over 400 lines: everything `--model=xlnet` changes in fine-tuning is in this
+one file, as GPT's and ELMo's are in theirs.
+
 Everything `--model=xlnet` does differently from BERT's fine-tuning, in one
 place: the original's fine-tuning settings (`XLNET_*`), `resolve_xlnet` (its
 refusals; `spiece.model` located), `build_xlnet_backbone` (a Hugging Face

@@ -5,6 +5,10 @@ permutation LM with Transformer-XL memory carried from batch to batch,
 held-out permutation-LM accuracy and perplexity against the unigram model,
 export.
 
+Over 400 lines: one recipe class, the steps `training.pretrain` calls, under
+this docstring's map of the original's flags; each family's recipe is one
+file.
+
 Yang et al. 2019 pretrain XLNet-Large on 512-token records (reuse_len 256,
 mem_len 384, perm_size 256, num_predict 85, bi_data) in batches of 2048
 streams (`train_gpu.py` / `train_tpu.py`). Here the same objective runs on

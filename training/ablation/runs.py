@@ -1,0 +1,364 @@
+"""The Table 5 comparison's runs (`training.ablations`): each system's
+pretraining and each fine-tuning run (the learning rate chosen on
+validation, then the seeds on dev), submitted to `--workers` worker
+processes as soon as what it needs is done, longest first. A run whose
+`summary.json` exists is not run again; a failed one leaves its error in
+its cell. The runs live here, not in `training.ablations`: the spawned
+workers import what they run by its module's name, and under `python -m`
+that module is `__main__`.
+"""
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import json
+import os
+import time
+import traceback
+
+from command_line import keras_extras
+from training.ablation.settings import ELMO_BATCH
+from training.ablation.settings import ELMO_WINDOW
+from training.ablation.settings import QUICK_EPOCHS
+from training.ablation.settings import AblationsConfig
+from training.ablation.settings import elmo_steps
+from training.ablation.settings import learning_rates
+from training.ablation.table import PRETRAINED
+from training.ablation.table import SYSTEMS
+from training.ablation.table import TASKS
+from training.ablation.table import pretraining_scores
+
+
+def say(message):
+    print(message, flush=True)
+
+
+# --- The schedule: pretraining, selection, seeds -------------------------------
+
+
+class _Inline:
+    """`submit` runs the call at once: the schedule without worker processes."""
+
+    def submit(self, fn, *args):
+        future = concurrent.futures.Future()
+        future.set_result(fn(*args))
+        return future
+
+
+def _schedule(cfg, corpus, systems, pool):
+    """Every pretraining, then each cell's learning-rate selection, then its
+    seeds, each submitted as soon as what it needs is done (pretraining
+    first: the longest runs). Returns `(pretraining summaries, cells)`."""
+    pool = pool or _Inline()
+    config = dataclasses.asdict(cfg)
+    rates = learning_rates(cfg)
+    needed = [name for name in PRETRAINED if any(s.checkpoint == name for s in systems)]
+    pretraining, cells, running, started = {}, {}, {}, set()
+    for system in systems:
+        for task in TASKS:
+            cells[system.name, task.name] = (
+                {"na": system.no_span} if system.no_span and task.name == "span_qa"
+                else {"selection": {}, "seeds": [], "errors": []})
+
+    def submit(kind, key, fn, *args):
+        running[pool.submit(fn, *args)] = (kind, key)
+
+    def start_pretraining(name):
+        if name in started:
+            return
+        started.add(name)
+        summary = _pretraining_summary(cfg, name)
+        if summary is not None:  # done before
+            return pretrained(name, summary)
+        if name in ("no_nsp", "ltr") and not os.path.exists(os.path.join(
+                _pretrain_folder(cfg, "bert"), "data", "train_records", "manifest.json")):
+            return pretrained(name, {"error": "BERT's pretraining data was not written (see "
+                                              "pretrain/bert/log.txt)."})
+        say(f"Pretraining {name} (log {os.path.join(_pretrain_folder(cfg, name), 'log.txt')})"
+            " ...")
+        submit("pretrain", name, _run_pretraining, config, name, corpus)
+
+    def pretrained(name, summary):
+        pretraining[name] = summary
+        if "error" in summary:
+            say(f"  pretraining {name} FAILED: {summary['error']}")
+        elif "wall_seconds" in summary:
+            say(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
+                f"{pretraining_scores(summary)}")
+        if name == "bert":  # the LTR and No NSP read its records; then the rest
+            for later in AFTER_BERT:
+                if later in needed:
+                    start_pretraining(later)
+        for system in systems:
+            if system.checkpoint == name:
+                start_system(system)
+
+    def start_system(system):
+        failed = pretraining.get(system.checkpoint, {}).get("error")
+        for task in TASKS:
+            cell = cells[system.name, task.name]
+            if "na" in cell:
+                continue
+            if failed:
+                cell["errors"].append(f"pretraining {system.checkpoint} failed: {failed}")
+                continue
+            if len(rates) == 1:  # nothing to choose
+                cell["learning_rate"] = rates[0]
+                submit_seeds(system.name, task.name, rates[0])
+                continue
+            for rate in rates:
+                submit("select", (system.name, task.name, rate), _run_cell, config,
+                       system.name, task.name, "select", rate, 0)
+
+    def submit_seeds(system, task, rate):
+        for k in range(cfg.seeds):
+            submit("seed", (system, task), _run_cell, config, system, task, "dev",
+                   rate, k)
+
+    def selected(key, result):
+        system, task, rate = key
+        cell = cells[system, task]
+        if "error" in result:
+            cell["errors"].append(result["error"])
+        else:
+            cell["selection"][f"{rate:g}"] = result["score"]
+        if len(cell["selection"]) + len(cell["errors"]) < len(rates) or not cell["selection"]:
+            return
+        # The best validation score; a tie goes to the smaller rate.
+        best = max(sorted(cell["selection"], key=float), key=lambda r: cell["selection"][r])
+        cell["learning_rate"] = float(best)
+        say(f"  {system}/{task}: learning rate {best} (validation "
+            + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
+        submit_seeds(system, task, float(best))
+
+    def seeded(key, result):
+        cell = cells[key]
+        if "error" in result:
+            cell["errors"].append(result["error"])
+        else:
+            cell["seeds"].append(result)
+
+    # Longest first: GPT (a loss at every position) and BERT, then what
+    # BERT's records let start (LTR, as long as GPT, first).
+    for name in ("gpt", "bert"):
+        if name in needed:
+            start_pretraining(name)
+    if "bert" not in needed:
+        for name in AFTER_BERT:
+            if name in needed:
+                start_pretraining(name)
+    for system in systems:
+        if not system.checkpoint:
+            start_system(system)
+    while running:
+        done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+        for future in done:
+            kind, key = running.pop(future)
+            {"pretrain": pretrained, "select": selected, "seed": seeded}[kind](
+                key, future.result())
+    return {name: pretraining[name] for name in needed}, cells
+
+
+AFTER_BERT = ("ltr", "no_nsp", "xlnet", "elmo")  # submitted in this order once BERT is done
+
+
+def _free_models():
+    """Frees the finished run's models and graphs for the next run (one
+    process, many runs). `keras.backend.clear_session` collects garbage
+    over the whole heap, where TensorFlow and Keras keep about a million
+    long-lived objects: 0.5 s after every run. Frozen after the first
+    collection, they are not walked again; the runs' own objects are."""
+    import gc
+
+    import keras
+
+    keras.backend.clear_session()
+    gc.freeze()
+
+
+def _pretrain_folder(cfg, name):
+    return os.path.abspath(os.path.join(cfg.output_dir, "pretrain", name))
+
+
+def _pretraining_summary(cfg, name):
+    """A finished pretraining's `summary.json`, or None."""
+    path = os.path.join(_pretrain_folder(cfg, name), "summary.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _run_pretraining(config, name, corpus):
+    """`training.pretrain.run` for one system, its output in its `log.txt`:
+    its summary, or `{"error": message}` (the traceback goes to the log).
+    Takes plain values: it runs in a worker process."""
+    from training import pretrain
+
+    cfg = AblationsConfig(**config)
+    folder = _pretrain_folder(cfg, name)
+    flags = _pretrain_flags(cfg, name, corpus, folder)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "log.txt"), "a", encoding="utf-8") as log:
+        log.write("$ python -m training.pretrain "
+                  + " ".join(f"--{k}={v}" for k, v in flags.items()) + "\n")
+        log.flush()
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                pretrain.run(pretrain.PretrainConfig(**flags), explicit=set(flags))
+        except (Exception, SystemExit) as e:  # noqa: BLE001 (a failed system stays in the table)
+            log.write(traceback.format_exc())
+            return {"error": f"training.pretrain: {type(e).__name__}: {e}"}
+        finally:
+            _free_models()
+    summary = _pretraining_summary(cfg, name)
+    return summary if summary is not None else {
+        "error": f"training.pretrain wrote no summary.json (see {folder}/log.txt)"}
+
+
+def _pretrain_flags(cfg, name, corpus, folder):
+    """`training.pretrain`'s flags for one system, by name: the same corpus
+    and tokens seen for all."""
+    model, ablation = {"bert": ("bert", ""), "no_nsp": ("bert", "no_nsp"),
+                       "ltr": ("bert", "ltr"), "gpt": ("gpt", ""), "elmo": ("elmo", ""),
+                       "xlnet": ("xlnet", "")}[name]
+    if name in ("no_nsp", "ltr"):  # BERT's records and vocabulary: the same data
+        bert_data = os.path.join(_pretrain_folder(cfg, "bert"), "data")
+        data = {"input": f"{bert_data}/train_records",
+                "heldout_input": f"{bert_data}/heldout_records",
+                "vocab_file": f"{bert_data}/vocab.txt"}
+    else:
+        data = {"input": os.path.abspath(corpus["train"]),
+                "heldout_input": os.path.abspath(corpus["heldout"])}
+    steps, batch, length = cfg.pretrain_steps, cfg.pretrain_batch_size, cfg.pretrain_seq_length
+    schedule = {"learning_rate": cfg.pretrain_learning_rate,
+                "warmup_steps": cfg.pretrain_warmup_steps}
+    extra = {}
+    if model == "elmo":  # 1/8 of the tokens, in bilm-tf's windows; its own optimizer
+        steps = elmo_steps(cfg)
+        batch, length, schedule = ELMO_BATCH, ELMO_WINDOW, {}
+    elif model == "xlnet":  # as many predictions per sequence as BERT's
+        extra = {"max_predictions_per_seq": max(1, round(0.15 * length))}
+    elif model == "bert":
+        extra = {"dupe_factor": 1 if cfg.quick else 10, "fill_mask_examples": 0}
+    return {
+        "model": model, "ablation": ablation, "output_dir": folder, "preset": "tiny", **data,
+        "vocab_size": cfg.vocab_size, "num_train_steps": steps, "global_batch_size": batch,
+        "max_seq_length": length, **schedule, **extra, "seed": cfg.seed,
+        "checkpoint_every_steps": max(1, steps // 4), "log_every_steps": max(1, steps // 10),
+        "saved_model": False,  # fine-tuning reads the Keras model
+        # float32 for every system: not given, BERT's rows would train in
+        # bfloat16 on some CPUs and GPT's in float32.
+        "mixed_precision": False}
+
+
+@contextlib.contextmanager
+def _workers(cfg):
+    """`--workers` worker processes for the pretraining and fine-tuning runs
+    (spawned: each starts TensorFlow once and runs its share in-process), or
+    None with `--workers=1` (the runs go one after the other here)."""
+    if cfg.workers < 2:
+        yield None
+        return
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(
+            cfg.workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=keras_extras.leave_out_of_keras) as pool:
+        yield pool
+
+
+# --- Fine-tuning -------------------------------------------------------------------
+
+
+def _run_cell(config, system_name, task_name, split, rate, k):
+    """One fine-tuning run and its score, or `{"error": message}` (the
+    traceback goes to the run's log.txt). `split`: "select" (trained on the
+    training rows, scored on validation) or "dev". Takes plain values: it
+    runs in a worker process."""
+    cfg = AblationsConfig(**config)
+    system = next(s for s in SYSTEMS if s.name == system_name)
+    task = next(t for t in TASKS if t.name == task_name)
+    folder = _cell_folder(cfg, system, task, split, rate, k)
+    try:
+        return _cell(cfg, system, task, split, rate, k, folder)
+    except (Exception, SystemExit) as e:  # noqa: BLE001 (a failed run stays in the table)
+        message = f"{system_name}/{task_name}/{split}/lr{rate:g}/seed{k}: {type(e).__name__}: {e}"
+        say(f"  FAILED {message}")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "log.txt"), "a", encoding="utf-8") as log:
+            log.write(traceback.format_exc())
+        return {"error": message}
+
+
+def _cell_folder(cfg, system, task, split, rate, k):
+    return os.path.join(cfg.output_dir, "finetune", system.name, task.name,
+                        f"{split}-lr{rate:g}-seed{k}")
+
+
+def _finetune_config(cfg, system, task, split, rate, k, folder):
+    from training.finetune import FinetuneConfig
+
+    pretrain = os.path.abspath(os.path.join(cfg.output_dir, "pretrain"))
+    bert_vocab = os.path.join(pretrain, "bert", "data", "vocab.txt")
+    vocab, preset = bert_vocab, ""
+    if system.model == "gpt":
+        checkpoint = os.path.join(pretrain, "gpt", "export", "causal_lm.keras")
+        vocab = os.path.join(pretrain, "gpt", "data", "gpt_vocab", "vocab.json")
+    elif system.model in ("elmo", "xlnet"):  # their export folders, vocabulary inside
+        checkpoint, vocab = os.path.join(pretrain, system.model, "export"), ""
+    elif system.checkpoint:
+        checkpoint = os.path.join(pretrain, system.checkpoint, "export", "pretrainer.keras")
+    else:
+        checkpoint, preset = "", "tiny"
+    data = os.path.join(cfg.output_dir, "tasks", task.name)
+    length = task.max_seq_length
+    if system.model == "elmo":
+        from training.ablation.task_rows import MAX_WORDS
+
+        length = MAX_WORDS + 2  # ELMo counts words, <S> and </S>
+    return FinetuneConfig(
+        model=system.model, task=task.finetune_task,
+        data_dir=os.path.join(data, "select") if split == "select" else data,
+        output_dir=folder, init_checkpoint=checkpoint, vocab_file=vocab, preset=preset,
+        ablation=system.ablation, max_seq_length=length, doc_stride=length // 2,
+        max_query_length=48, max_answer_length=10, batch_size=cfg.batch_size,
+        epochs=QUICK_EPOCHS if cfg.quick else task.epochs, learning_rate=rate,
+        warmup_proportion=0.1, seed=cfg.seed + 1 + k, export=False)
+
+
+def _cell(cfg, system, task, split, rate, k, folder):
+    """One fine-tuning run (unless done) and its score on the table's scale."""
+    summary_path = os.path.join(folder, "summary.json")
+    if not os.path.exists(summary_path):
+        from training.finetune import run as finetune
+
+        os.makedirs(folder, exist_ok=True)
+        start = time.time()
+        ft = _finetune_config(cfg, system, task, split, rate, k, folder)
+        with open(os.path.join(folder, "log.txt"), "a", encoding="utf-8") as log:
+            with contextlib.redirect_stdout(log):
+                try:
+                    finetune(ft)
+                finally:
+                    _free_models()
+        took = f" ({time.time() - start:.0f} s)"
+    else:
+        took = " (done before)"
+    with open(summary_path, encoding="utf-8") as f:
+        summary = json.load(f)
+    if task.name == "span_qa":
+        score = {"score": summary["history"]["dev_f1"][-1],
+                 "exact_match": summary["history"]["dev_exact_match"][-1]}
+    else:
+        score = {"score": 100 * _accuracy(os.path.join(folder, "dev_predictions.tsv"))}
+    say(f"  {system.name:13s} {task.name:15s} {split:6s} lr {rate:<6g} seed {k}: "
+        f"{score['score']:.2f}{took}")
+    return {"seed": k, **score, "wall_seconds": summary.get("wall_seconds")}
+
+
+def _accuracy(path):
+    """Accuracy of a `dev_predictions.tsv` (guid, prediction, label)."""
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    return sum(r[1] == r[2] for r in rows) / len(rows)

