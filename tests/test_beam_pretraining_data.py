@@ -18,8 +18,8 @@ from helpers import write_docstring_corpus
 
 from tf_records import beam_pretraining_data
 from tf_records.instances import InstanceConfig
+from tf_records.manifest import read_manifest
 from tf_records.reader import pretraining_dataset
-from tf_records.reader import read_manifest
 from tf_records.writer import WriterConfig
 from tf_records.writer import write_pretraining_data
 
@@ -93,7 +93,7 @@ def test_beam_writes_the_local_writers_records(instance_config, corpus, tmp_path
 def test_block_order_and_file_offsets_do_not_depend_on_arrival(corpus, tmp_path):
     """GroupByKey and the counts' ToList promise no order; shuffled inputs
     give the same shard and the same document indices."""
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     block = list(read_documents(corpus))[20:40]
     with open(VOCAB, "rb") as f:

@@ -24,7 +24,7 @@ from tf_records.chinese_words import load_segmenter
 from tf_records.chinese_words import mark_line
 from tf_records.chinese_words import split_marks
 from tf_records.instances import InstanceConfig
-from tf_records.reader import read_manifest
+from tf_records.manifest import read_manifest
 from tf_records.schema import RecordSchema
 from tf_records.writer import WriterConfig
 from tf_records.writer import write_pretraining_data

@@ -16,9 +16,9 @@ from keras_bert_impl import BertConfig
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl.tokenizers import load_vocab
 from tf_records.instances import InstanceConfig
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.reader import pretraining_dataset
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
 from tf_records.schema import RecordSchema
 from tf_records.writer import WriterConfig
 from tf_records.writer import write_pretraining_data
@@ -218,7 +218,7 @@ def test_workers_import_no_tensorflow(corpus, tmp_path):
     its block's shard without importing TensorFlow or Keras, and the shard
     equals the one this process writes with TensorFlow loaded."""
     import tf_records.writer as writer
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     block = list(read_documents([corpus]))[:100]
     (tmp_path / "worker").mkdir()

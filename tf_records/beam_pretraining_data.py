@@ -71,12 +71,12 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from tf_records.chinese_words import check_segmenter
+from tf_records.documents import file_documents
 from tf_records.instances import InstanceConfig
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import file_sha256
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import file_sha256
 from tf_records.writer import WriterConfig
 from tf_records.writer import build_manifest
-from tf_records.writer import file_documents
 
 COUNTERS = "pretraining_data"  # the namespace of the pipeline's Beam counters
 

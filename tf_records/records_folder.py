@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 
-from tf_records.schema import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_FILE
 
 SHARD_PREFIX, SHARD_SUFFIX = "shard-", ".tfrecord"
 

@@ -12,12 +12,12 @@ import tensorflow as tf
 
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import to_model_inputs
+from tf_records.manifest import check_kind
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import pipeline_share
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.reader import check_kind
-from tf_records.reader import check_shard_framing
-from tf_records.reader import pipeline_share
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
 
 # B=batch, S=max_seq_length
 

@@ -86,7 +86,7 @@ class BertRecipe:
             vocab_file = os.path.join(data_dir, "vocab.txt")
             if not os.path.exists(vocab_file):
                 from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-                from tf_records.writer import read_documents
+                from tf_records.documents import read_documents
 
                 start = time.time()
                 lines = (line for document in read_documents(train_files) for line in document)
@@ -122,7 +122,7 @@ class BertRecipe:
 
     def vocab_size(self, train_source, vocab_file):
         if os.path.isdir(train_source) or train_source.endswith(".json"):
-            from tf_records.reader import read_manifest
+            from tf_records.manifest import read_manifest
 
             return read_manifest(train_source)["vocab_size"]
         if not vocab_file:
@@ -278,6 +278,6 @@ def _records_format(source):
     """The `input_format` a records folder or manifest was written with."""
     if not (os.path.isdir(source) or source.endswith(".json")):
         return "segment_pair"  # bare shards (e.g. the original script's): pairs
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     return read_manifest(source).get("instance_config", {}).get("input_format", "segment_pair")
