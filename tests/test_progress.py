@@ -147,10 +147,10 @@ def test_data_creation_and_vocabulary_progress(tmp_path, capsys):
     from helpers import write_docstring_corpus
 
     from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
+    from tf_records.bert.instances import InstanceConfig
+    from tf_records.bert.writer import WriterConfig
+    from tf_records.bert.writer import write_pretraining_data
     from tf_records.documents import read_documents
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
-    from tf_records.writer import write_pretraining_data
     from training.bert.recipe import learn_wordpiece
     from training.bert.recipe import writing_progress
 

@@ -47,7 +47,7 @@ def check_kind(manifest, kind):
     """
     found = manifest["schema"].get("kind", "bert")
     if found != kind:
-        readers = {"bert": "tf_records.reader.pretraining_dataset",
+        readers = {"bert": "tf_records.bert.reader.pretraining_dataset",
                    "lm": "tf_records.gpt.reader.lm_dataset",
                    "elmo": "tf_records.elmo.reader.elmo_dataset",
                    "xlnet": "tf_records.xlnet.reader.xlnet_pretraining_dataset"}

@@ -69,7 +69,7 @@ def check_flags(cfg):
             raise SystemExit(f"--chinese_word_segmenter={cfg.chinese_word_segmenter} groups the "
                              "characters BERT's --do_whole_word_mask masks together: give "
                              "--model=bert --do_whole_word_mask.")
-        from tf_records.chinese_words import check_segmenter
+        from tf_records.bert.chinese_words import check_segmenter
 
         try:
             check_segmenter(cfg.chinese_word_segmenter)
@@ -103,7 +103,7 @@ def check_flags(cfg):
         if path and not os.path.isfile(path):
             raise SystemExit(f"--{flag}={path}: no such file.")
     if cfg.vocab_file and cfg.model == "bert":
-        from tf_records.writer import check_vocab_file
+        from tf_records.bert.writer import check_vocab_file
 
         try:
             check_vocab_file(cfg.vocab_file)

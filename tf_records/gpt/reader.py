@@ -1,6 +1,6 @@
 """Language-model TFRecords -> a `tf.data` pipeline a causal LM's `fit` takes.
 
-The same machinery as BERT's reader (`reader.py`): the manifest is read and
+The same machinery as BERT's reader (`bert/reader.py`): the manifest is read and
 checked, shard framing and counts always, sha256 on request; files are
 split between input pipelines; the stream is a pure function of the seed,
 so a run resumed at a batch sees what the uninterrupted run would have.

@@ -10,7 +10,7 @@ be short; its tail is padding, 0 in `input_mask`.
 The manifest's `"schema"` says `"kind": "lm"`; BERT's manifests name no
 kind (they are "bert"), and each reader refuses the other's records.
 
-As in `schema.py`, TensorFlow is imported only inside the functions that
+As in BERT's `bert/schema.py`, TensorFlow is imported only inside the functions that
 use it, so the writer's encoding needs none.
 """
 

@@ -34,7 +34,7 @@ class BertRecipe:
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
-        from tf_records.instances import INPUT_FORMATS
+        from tf_records.bert.instances import INPUT_FORMATS
 
         if cfg.input_format not in INPUT_FORMATS:
             raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
@@ -76,9 +76,9 @@ class BertRecipe:
         if given:
             self.ablation = _objective(cfg.ablation, _records_format(given[0]))
             return given
-        from tf_records.instances import InstanceConfig
-        from tf_records.writer import WriterConfig
-        from tf_records.writer import write_pretraining_data
+        from tf_records.bert.instances import InstanceConfig
+        from tf_records.bert.writer import WriterConfig
+        from tf_records.bert.writer import write_pretraining_data
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file
@@ -159,9 +159,9 @@ class BertRecipe:
                 repeat=True, shuffle=True, length_grouping=0):
         """The pretraining batches, turned into this ablation's targets
         (`length_grouping`: see `pretraining_dataset`)."""
+        from tf_records.bert.reader import pretraining_dataset
+        from tf_records.bert.schema import RecordSchema
         from tf_records.plain import plain
-        from tf_records.reader import pretraining_dataset
-        from tf_records.schema import RecordSchema
 
         cfg = self.cfg
         # Records without our manifest (e.g. from the original script): their
@@ -176,7 +176,7 @@ class BertRecipe:
             ds = ds.map(plain(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
                                                {"masked_lm": w["masked_lm"]})))
         elif self.ablation == "ltr":
-            from tf_records.reader import to_left_to_right
+            from tf_records.bert.reader import to_left_to_right
 
             ds = ds.map(plain(to_left_to_right))
         return ds

@@ -1,4 +1,4 @@
-"""Text files -> sharded pretraining TFRecords + `manifest.json`.
+"""Text files -> BERT's sharded pretraining TFRecords + `manifest.json`.
 
 Streaming and parallel, deterministic for a seed whatever the number of
 workers: documents are grouped, in file order, into blocks of
@@ -29,27 +29,27 @@ import time
 
 import numpy as np
 
-from tf_records.chinese_words import check_segmenter
-from tf_records.chinese_words import load_segmenter
-from tf_records.chinese_words import mark_line
-from tf_records.chinese_words import segmenter_version
-from tf_records.chinese_words import split_marks
+from tf_records.bert.chinese_words import check_segmenter
+from tf_records.bert.chinese_words import load_segmenter
+from tf_records.bert.chinese_words import mark_line
+from tf_records.bert.chinese_words import segmenter_version
+from tf_records.bert.chinese_words import split_marks
+from tf_records.bert.instances import SEGMENT_PAIR
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.instances import VocabInfo
+from tf_records.bert.instances import create_instances
+from tf_records.bert.masking import mask_block
+from tf_records.bert.masking import pack_instances
+from tf_records.bert.masking import pack_predictions
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.schema import encode_examples
+from tf_records.bert.sentence_packing import create_packed_instances
 from tf_records.documents import documents_with_origin
 from tf_records.input_files import line_bytes
-from tf_records.instances import SEGMENT_PAIR
-from tf_records.instances import InstanceConfig
-from tf_records.instances import VocabInfo
-from tf_records.instances import create_instances
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import MANIFEST_VERSION
 from tf_records.manifest import file_sha256
-from tf_records.masking import mask_block
-from tf_records.masking import pack_instances
-from tf_records.masking import pack_predictions
 from tf_records.records_folder import transactional
-from tf_records.schema import RecordSchema
-from tf_records.schema import encode_examples
-from tf_records.sentence_packing import create_packed_instances
 from tf_records.tfrecord_file import write_tfrecord_file
 
 

@@ -1,4 +1,4 @@
-"""The pretraining TFRecord schema, defined once for writer and reader.
+"""BERT's pretraining TFRecord schema, defined once for writer and reader.
 
 Feature names are the original `create_pretraining_data.py`'s, so records it
 wrote are read as they are. `to_model_inputs` is the one mapping from those

@@ -1,10 +1,12 @@
-"""Pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
+"""BERT's pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
 
 import os
 
 import tensorflow as tf
 
-from tf_records.dynamic_masking import mask_batch
+from tf_records.bert.dynamic_masking import mask_batch
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.schema import to_model_inputs
 from tf_records.length_grouping import group_by_length
 from tf_records.manifest import check_kind
 from tf_records.manifest import check_shard_framing
@@ -13,8 +15,6 @@ from tf_records.manifest import pipeline_share
 from tf_records.manifest import read_manifest
 from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.schema import RecordSchema
-from tf_records.schema import to_model_inputs
 
 
 def check_schema(manifest, model_config=None, schema=None):
