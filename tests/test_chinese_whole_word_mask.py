@@ -20,14 +20,14 @@ from absl import flags
 
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tf_records import create_pretraining_data
-from tf_records.chinese_words import load_segmenter
-from tf_records.chinese_words import mark_line
-from tf_records.chinese_words import split_marks
-from tf_records.instances import InstanceConfig
-from tf_records.reader import read_manifest
-from tf_records.schema import RecordSchema
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
+from tf_records.bert.chinese_words import load_segmenter
+from tf_records.bert.chinese_words import mark_line
+from tf_records.bert.chinese_words import split_marks
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
+from tf_records.manifest import read_manifest
 
 needs_jieba = pytest.mark.skipif(importlib.util.find_spec("jieba") is None,
                                  reason="jieba is not installed (pip install jieba)")

@@ -147,7 +147,7 @@ def test_two_phases_resume_in_phase_two(tmp_path):
     from forked_python import start_python
     from helpers import write_docstring_corpus
 
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root)

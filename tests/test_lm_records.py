@@ -14,18 +14,18 @@ from forked_python import run_python
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.tokenizers import load_vocab
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.reader import to_left_to_right
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
 from tf_records.gpt.reader import lm_dataset
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.writer import write_lm_data
-from tf_records.instances import InstanceConfig
-from tf_records.reader import count_records
-from tf_records.reader import pretraining_dataset
-from tf_records.reader import read_manifest
-from tf_records.reader import to_left_to_right
-from tf_records.schema import RecordSchema
-from tf_records.schema import file_sha256
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
+from tf_records.manifest import count_records
+from tf_records.manifest import file_sha256
+from tf_records.manifest import read_manifest
 
 S = 7  # odd, and 999 targets are not a multiple of it: the last window is short
 TOKENS = 1000
@@ -410,7 +410,7 @@ def _bpe_files(folder):
 def gpt_text(tmp_path_factory):
     """Text, a small BPE vocabulary and its files, and the text's token stream."""
     from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     folder = tmp_path_factory.mktemp("gpt")
     vocab_file, merges_file = _bpe_files(str(folder))

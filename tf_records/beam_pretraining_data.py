@@ -70,13 +70,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from tf_records.chinese_words import check_segmenter
-from tf_records.instances import InstanceConfig
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import file_sha256
-from tf_records.writer import WriterConfig
-from tf_records.writer import build_manifest
-from tf_records.writer import file_documents
+from tf_records.bert.chinese_words import check_segmenter
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import build_manifest
+from tf_records.documents import file_documents
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import file_sha256
 
 COUNTERS = "pretraining_data"  # the namespace of the pipeline's Beam counters
 
@@ -241,7 +241,7 @@ def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_c
     manifest's entry for it."""
     import tensorflow as tf
 
-    from tf_records.writer import block_records
+    from tf_records.bert.writer import block_records
 
     index, documents = keyed_block
     documents = sorted(documents, key=lambda d: d[0])
@@ -310,7 +310,7 @@ def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_by
         vocab_facts = shards[0]["vocab"]
     else:
         from keras_bert_impl.tokenizers import load_vocab
-        from tf_records.writer import _vocab_facts
+        from tf_records.bert.writer import _vocab_facts
 
         vocab_facts = _vocab_facts(load_vocab(_local_vocab(vocab_bytes)))
     manifest = build_manifest(instance_config, writer_config, _sha256(vocab_bytes), vocab_facts,

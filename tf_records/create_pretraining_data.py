@@ -72,8 +72,8 @@ def run(values, progress=None):
     the writing's progress lines: documents and instances, and the MB of
     text read with its rate and ETA (`cli` passes
     `command_line.progress.Reporter()`)."""
+    from tf_records.bert.writer import write_pretraining_data
     from tf_records.input_files import text_bytes
-    from tf_records.writer import write_pretraining_data
 
     files, instance_config, writer_config = check_flags(values)
     report, counts = True, {}
@@ -100,11 +100,11 @@ def run(values, progress=None):
 def check_flags(values):
     """-> (input files, InstanceConfig, WriterConfig); `SystemExit` naming
     the first flag at fault. Writes nothing."""
-    from tf_records.chinese_words import check_segmenter
+    from tf_records.bert.chinese_words import check_segmenter
+    from tf_records.bert.writer import check_vocab_file
     from tf_records.input_files import check_output_folder
     from tf_records.input_files import check_text_files
     from tf_records.input_files import match_files
-    from tf_records.writer import check_vocab_file
 
     try:
         # one glob of several matching nothing is a typo, not an empty corpus
@@ -131,8 +131,8 @@ def check_flags(values):
 
 
 def _configs(values=FLAGS):
-    from tf_records.instances import InstanceConfig
-    from tf_records.writer import WriterConfig
+    from tf_records.bert.instances import InstanceConfig
+    from tf_records.bert.writer import WriterConfig
 
     return (
         InstanceConfig(

@@ -1,6 +1,6 @@
 """Writing a records folder as one transaction: `records_transaction`.
 
-Every local writer (`writer.py`, `gpt/writer.py`, `xlnet/writer.py`,
+Every local writer (`bert/writer.py`, `gpt/writer.py`, `xlnet/writer.py`,
 `elmo/writer.py`) writes its shards and manifest into a temporary folder
 beside the target and swaps it in whole when complete, so a kill at any
 moment leaves the old dataset or the new one, never neither and never a
@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 
-from tf_records.schema import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_FILE
 
 SHARD_PREFIX, SHARD_SUFFIX = "shard-", ".tfrecord"
 

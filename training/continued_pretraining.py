@@ -168,7 +168,7 @@ def with_init_checkpoint(cfg, explicit):
     """`(cfg, InitCheckpoint)`: `cfg` with the checkpoint's vocabulary,
     casing and (unless typed) learning rate, each change said in a line;
     typed flags the checkpoint contradicts are refused, naming both."""
-    from tf_records.schema import file_sha256
+    from tf_records.manifest import file_sha256
 
     if cfg.model not in ("bert", "gpt", "xlnet"):
         raise SystemExit(f"--init_checkpoint continues BERT, GPT or XLNet; --model={cfg.model} "
@@ -225,7 +225,7 @@ def with_init_checkpoint(cfg, explicit):
 
 def _check_merges(typed_vocab, vocab, where):
     """GPT: the merges.txt beside a typed vocab.json must be the checkpoint's."""
-    from tf_records.schema import file_sha256
+    from tf_records.manifest import file_sha256
 
     mine = os.path.join(os.path.dirname(typed_vocab), "merges.txt")
     theirs = os.path.join(os.path.dirname(vocab), "merges.txt")
@@ -268,13 +268,13 @@ def _check_size(cfg, explicit, config, where):
 def _check_records(cfg, init, where):
     """Records given as `--input` must be written with the checkpoint's
     vocabulary and casing."""
-    from tf_records.schema import file_sha256
+    from tf_records.manifest import file_sha256
     from training.pretrain_common import is_tfrecords
 
     if not is_tfrecords(cfg.input) or not (os.path.isdir(cfg.input)
                                            or cfg.input.endswith(".json")):
         return
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     manifest = read_manifest(cfg.input)
     theirs = manifest.get("vocab_sha256")

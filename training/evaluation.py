@@ -201,7 +201,7 @@ def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
     import numpy as np
 
     from keras_bert_impl.tokenizers import BertTokenizer
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
     rng = np.random.default_rng(cfg.seed)
@@ -290,7 +290,7 @@ def fill_in_examples(model, tokenizer, text_files, count, seq_len, seed):
     <cls>`, here left-padded to `seq_len` (`input_mask` 1 on padding)."""
     import numpy as np
 
-    from tf_records.writer import read_documents
+    from tf_records.documents import read_documents
 
     rng = np.random.default_rng(seed)
     lines = [line for doc in read_documents(text_files) for line in doc

@@ -69,7 +69,7 @@ def check_flags(cfg):
             raise SystemExit(f"--chinese_word_segmenter={cfg.chinese_word_segmenter} groups the "
                              "characters BERT's --do_whole_word_mask masks together: give "
                              "--model=bert --do_whole_word_mask.")
-        from tf_records.chinese_words import check_segmenter
+        from tf_records.bert.chinese_words import check_segmenter
 
         try:
             check_segmenter(cfg.chinese_word_segmenter)
@@ -103,7 +103,7 @@ def check_flags(cfg):
         if path and not os.path.isfile(path):
             raise SystemExit(f"--{flag}={path}: no such file.")
     if cfg.vocab_file and cfg.model == "bert":
-        from tf_records.writer import check_vocab_file
+        from tf_records.bert.writer import check_vocab_file
 
         try:
             check_vocab_file(cfg.vocab_file)
@@ -119,7 +119,7 @@ def _check_source(spec, flag):
         return
     from tf_records.input_files import check_text_files
     from tf_records.input_files import match_files
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     if os.path.isdir(spec) or spec.endswith(".json"):
         try:
@@ -197,7 +197,7 @@ def agree_with_records(cfg, defaults, explicit=None):
 def _manifest(spec, flag):
     if not spec or not (os.path.isdir(spec) or spec.endswith(".json")):
         return None
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     try:
         manifest = read_manifest(spec)
@@ -224,7 +224,7 @@ def _check_vocabulary(cfg, manifest):
     """A `--vocab_file` must be one the records were written with."""
     if not cfg.vocab_file:
         return
-    from tf_records.schema import file_sha256
+    from tf_records.manifest import file_sha256
 
     mine = file_sha256(cfg.vocab_file)
     theirs = _vocab_hashes(manifest)
@@ -249,9 +249,9 @@ def verify_records(source):
     manifest."""
     if not source or not (os.path.isdir(source) or source.endswith(".json")):
         return
-    from tf_records.reader import check_shard_framing
-    from tf_records.reader import read_manifest
-    from tf_records.reader import verify_shards
+    from tf_records.manifest import check_shard_framing
+    from tf_records.manifest import read_manifest
+    from tf_records.manifest import verify_shards
 
     start = time.perf_counter()
     manifest = read_manifest(source)

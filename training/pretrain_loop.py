@@ -20,8 +20,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
     import tensorflow as tf
 
     from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
-    from tf_records.reader import pipeline_share
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import pipeline_share
+    from tf_records.manifest import read_manifest
     from training.checkpointing import CheckpointEveryEpoch
     from training.checkpointing import TrainingCheckpoint
     from training.distribution import replicas_batch

@@ -11,7 +11,7 @@ def check_vocab_of_checkpoint(checkpoint, given, name, flag="vocab_file", unused
     their sha256 (the ids would mean other tokens). `unused_ok`: BERT's
     vocab.txt may differ in lines the checkpoint's holds as `[unusedN]` (the
     original README's way to add domain words), said in a line."""
-    from tf_records.schema import file_sha256
+    from tf_records.manifest import file_sha256
 
     if not checkpoint or not given:
         return

@@ -242,7 +242,7 @@ class BertCausalLMPretrainer(_Pretrainer):
     next token at EVERY position; no [MASK] in the input, no NSP. Inputs are
     the backbone's three; one output, `lm` float32 logits `(B, S, V)`.
     Targets `{"lm": next_ids}` with sample weight `{"lm": next_mask}` (1
-    where the next token is real); `tf_records.reader` makes them from the
+    where the next token is real); `tf_records.bert.reader` makes them from the
     same records BERT trains on (`left_to_right=True`), so the ablation sees
     the same data.
 

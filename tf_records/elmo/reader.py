@@ -17,11 +17,11 @@ import tensorflow as tf
 from tf_records.elmo.schema import SUFFIX
 from tf_records.elmo.schema import ElmoRecordSchema
 from tf_records.elmo.schema import to_model_inputs
+from tf_records.manifest import check_kind
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.reader import check_kind
-from tf_records.reader import check_shard_framing
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
 
 # B=batch (streams), T=unroll_steps, C=max_characters_per_token
 

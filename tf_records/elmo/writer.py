@@ -31,16 +31,16 @@ from keras_bert_impl.elmo.char_ids import EOS_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import UNK_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import learn_elmo_vocab
 from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
+from tf_records.documents import read_documents
 from tf_records.elmo.schema import SUFFIX
 from tf_records.elmo.schema import ElmoRecordSchema
 from tf_records.elmo.schema import encode_elmo_example
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_VERSION
+from tf_records.manifest import file_sha256
 from tf_records.records_folder import transactional
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import MANIFEST_VERSION
-from tf_records.schema import file_sha256
-from tf_records.writer import read_documents
 
 # B=batch (streams), T=unroll_steps
 

@@ -1,6 +1,6 @@
 """Language-model TFRecords -> a `tf.data` pipeline a causal LM's `fit` takes.
 
-The same machinery as BERT's reader (`reader.py`): the manifest is read and
+The same machinery as BERT's reader (`bert/reader.py`): the manifest is read and
 checked, shard framing and counts always, sha256 on request; files are
 split between input pipelines; the stream is a pure function of the seed,
 so a run resumed at a batch sees what the uninterrupted run would have.
@@ -12,12 +12,12 @@ import tensorflow as tf
 
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import to_model_inputs
+from tf_records.manifest import check_kind
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import pipeline_share
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.reader import check_kind
-from tf_records.reader import check_shard_framing
-from tf_records.reader import pipeline_share
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
 
 # B=batch, S=max_seq_length
 

@@ -10,7 +10,7 @@ be short; its tail is padding, 0 in `input_mask`.
 The manifest's `"schema"` says `"kind": "lm"`; BERT's manifests name no
 kind (they are "bert"), and each reader refuses the other's records.
 
-As in `schema.py`, TensorFlow is imported only inside the functions that
+As in BERT's `bert/schema.py`, TensorFlow is imported only inside the functions that
 use it, so the writer's encoding needs none.
 """
 
@@ -19,10 +19,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from tf_records.schema import _heads
-from tf_records.schema import _row_bytes
-from tf_records.schema import _varint_bytes
-from tf_records.schema import _varints
+from tf_records.example_bytes import heads
+from tf_records.example_bytes import row_bytes
+from tf_records.example_bytes import varint_bytes
+from tf_records.example_bytes import varints
 
 # B=batch, S=max_seq_length (tokens the model reads), W=S+1 (tokens a record holds)
 
@@ -81,17 +81,17 @@ def encode_lm_examples(input_ids, input_mask):
 
     Byte-identical to `tf.train.Example(...).SerializeToString(deterministic=True)`
     (a test compares them), built for the whole block at once with
-    `schema.py`'s numpy encoder helpers.
+    `example_bytes.py`'s numpy encoder helpers.
     """
     if not len(input_ids):
         return
     pieces = []
     for key, values in (("input_ids", input_ids), ("input_mask", input_mask)):  # sorted by key
-        payload = _varints(values)
-        pieces += [_heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
+        payload = varints(values)
+        pieces += [heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
     sizes = sum(lengths for _, lengths in pieces)  # bytes of each row's map entries
-    prefix = {size: b"\x0a" + _varint_bytes(size) for size in np.unique(sizes).tolist()}
-    for size, parts in zip(sizes.tolist(), zip(*_row_bytes(pieces))):
+    prefix = {size: b"\x0a" + varint_bytes(size) for size in np.unique(sizes).tolist()}
+    for size, parts in zip(sizes.tolist(), zip(*row_bytes(pieces))):
         yield prefix[size] + b"".join(parts)  # Example.features: tag, length, entries
 
 

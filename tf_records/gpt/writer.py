@@ -24,15 +24,15 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.bert_config import write_json_atomic
+from tf_records.documents import read_documents
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import encode_lm_examples
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_VERSION
+from tf_records.manifest import file_sha256
 from tf_records.records_folder import transactional
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import MANIFEST_VERSION
-from tf_records.schema import file_sha256
-from tf_records.writer import read_documents
 
 # N=tokens in the stream, S=max_seq_length, W=S+1 (tokens per window)
 

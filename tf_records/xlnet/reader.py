@@ -19,13 +19,13 @@ import os
 
 import tensorflow as tf
 
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import check_kind
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import count_records
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.reader import check_kind
-from tf_records.reader import check_shard_framing
-from tf_records.reader import count_records
-from tf_records.reader import read_manifest
-from tf_records.reader import verify_shards
-from tf_records.schema import MANIFEST_FILE
 from tf_records.xlnet.permutation import permute_record
 from tf_records.xlnet.schema import XLNetRecordSchema
 from tf_records.xlnet.schema import to_model_inputs

@@ -33,10 +33,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from tf_records.schema import _heads
-from tf_records.schema import _row_bytes
-from tf_records.schema import _varint_bytes
-from tf_records.schema import _varints
+from tf_records.example_bytes import heads
+from tf_records.example_bytes import row_bytes
+from tf_records.example_bytes import varint_bytes
+from tf_records.example_bytes import varints
 
 # B=batch (streams), L=seq_len, R=reuse_len, P=num_predict
 
@@ -173,7 +173,7 @@ def encode_xlnet_examples(features):
 
     Byte-identical to `tf.train.Example(...).SerializeToString(deterministic=True)`
     (a test compares them), built for the whole block at once with
-    `schema.py`'s numpy encoder helpers.
+    `example_bytes.py`'s numpy encoder helpers.
     """
     if sorted(features) != list(FEATURE_NAMES):
         raise ValueError(f"Features must be {FEATURE_NAMES}. Received: {sorted(features)}.")
@@ -181,11 +181,11 @@ def encode_xlnet_examples(features):
         return
     pieces = []
     for key in FEATURE_NAMES:  # sorted by key, as deterministic serialization orders the map
-        payload = _varints(features[key])
-        pieces += [_heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
+        payload = varints(features[key])
+        pieces += [heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
     sizes = sum(lengths for _, lengths in pieces)  # bytes of each row's map entries
-    prefix = {size: b"\x0a" + _varint_bytes(size) for size in np.unique(sizes).tolist()}
-    for size, parts in zip(sizes.tolist(), zip(*_row_bytes(pieces))):
+    prefix = {size: b"\x0a" + varint_bytes(size) for size in np.unique(sizes).tolist()}
+    for size, parts in zip(sizes.tolist(), zip(*row_bytes(pieces))):
         yield prefix[size] + b"".join(parts)  # Example.features: tag, length, entries
 
 

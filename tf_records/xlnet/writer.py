@@ -16,13 +16,13 @@ import os
 import numpy as np
 
 from keras_bert_impl.bert_config import write_json_atomic
+from tf_records.documents import read_documents
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_VERSION
+from tf_records.manifest import file_sha256
 from tf_records.records_folder import transactional
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import MANIFEST_VERSION
-from tf_records.schema import file_sha256
-from tf_records.writer import read_documents
 from tf_records.xlnet.instances import MAX_GRAM
 from tf_records.xlnet.instances import document_stream
 from tf_records.xlnet.instances import start_piece_table

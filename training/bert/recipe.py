@@ -34,7 +34,7 @@ class BertRecipe:
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
                              f"{', '.join(repr(a) for a in ABLATIONS)}.")
-        from tf_records.instances import INPUT_FORMATS
+        from tf_records.bert.instances import INPUT_FORMATS
 
         if cfg.input_format not in INPUT_FORMATS:
             raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
@@ -76,9 +76,9 @@ class BertRecipe:
         if given:
             self.ablation = _objective(cfg.ablation, _records_format(given[0]))
             return given
-        from tf_records.instances import InstanceConfig
-        from tf_records.writer import WriterConfig
-        from tf_records.writer import write_pretraining_data
+        from tf_records.bert.instances import InstanceConfig
+        from tf_records.bert.writer import WriterConfig
+        from tf_records.bert.writer import write_pretraining_data
 
         data_dir, train_files, heldout_files = text_sources(cfg)
         vocab_file = cfg.vocab_file
@@ -86,7 +86,7 @@ class BertRecipe:
             vocab_file = os.path.join(data_dir, "vocab.txt")
             if not os.path.exists(vocab_file):
                 from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-                from tf_records.writer import read_documents
+                from tf_records.documents import read_documents
 
                 start = time.time()
                 lines = (line for document in read_documents(train_files) for line in document)
@@ -133,7 +133,7 @@ class BertRecipe:
 
     def vocab_size(self, train_source, vocab_file):
         if os.path.isdir(train_source) or train_source.endswith(".json"):
-            from tf_records.reader import read_manifest
+            from tf_records.manifest import read_manifest
 
             return read_manifest(train_source)["vocab_size"]
         if not vocab_file:
@@ -170,9 +170,9 @@ class BertRecipe:
                 repeat=True, shuffle=True, length_grouping=0):
         """The pretraining batches, turned into this ablation's targets
         (`length_grouping`: see `pretraining_dataset`)."""
+        from tf_records.bert.reader import pretraining_dataset
+        from tf_records.bert.schema import RecordSchema
         from tf_records.plain import plain
-        from tf_records.reader import pretraining_dataset
-        from tf_records.schema import RecordSchema
 
         cfg = self.cfg
         # Records without our manifest (e.g. from the original script): their
@@ -187,7 +187,7 @@ class BertRecipe:
             ds = ds.map(plain(lambda x, y, w: (x, {"masked_lm": y["masked_lm"]},
                                                {"masked_lm": w["masked_lm"]})))
         elif self.ablation == "ltr":
-            from tf_records.reader import to_left_to_right
+            from tf_records.bert.reader import to_left_to_right
 
             ds = ds.map(plain(to_left_to_right))
         return ds
@@ -289,6 +289,6 @@ def _records_format(source):
     """The `input_format` a records folder or manifest was written with."""
     if not (os.path.isdir(source) or source.endswith(".json")):
         return "segment_pair"  # bare shards (e.g. the original script's): pairs
-    from tf_records.reader import read_manifest
+    from tf_records.manifest import read_manifest
 
     return read_manifest(source).get("instance_config", {}).get("input_format", "segment_pair")

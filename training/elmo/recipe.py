@@ -117,7 +117,7 @@ class ElmoRecipe:
         return sources["train"], sources.get("heldout"), vocab_file
 
     def vocab_size(self, train_source, vocab_file):
-        from tf_records.reader import read_manifest
+        from tf_records.manifest import read_manifest
 
         try:
             manifest = read_manifest(train_source)

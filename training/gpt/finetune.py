@@ -78,7 +78,7 @@ def resolve_gpt(cfg):
             changes[field] = found[0]
     cfg = dataclasses.replace(cfg, **changes)
     if cfg.init_checkpoint:  # the checkpoint's own files, when it has them, must be these
-        from tf_records.schema import file_sha256
+        from tf_records.manifest import file_sha256
 
         folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
         for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):

@@ -81,7 +81,7 @@ class GptRecipe:
             vocab_file = os.path.join(data_dir, "gpt_vocab", "vocab.json")
             if not os.path.exists(vocab_file):
                 from keras_bert_impl.gpt.bpe_learner import write_bpe_files
-                from tf_records.writer import read_documents
+                from tf_records.documents import read_documents
 
                 start = time.time()
                 lines = (line for document in read_documents(train_files) for line in document)
@@ -109,7 +109,7 @@ class GptRecipe:
         return sources["train"], sources.get("heldout"), vocab_file
 
     def vocab_size(self, train_source, vocab_file):
-        from tf_records.reader import read_manifest
+        from tf_records.manifest import read_manifest
 
         try:
             return read_manifest(train_source)["vocab_size"]
@@ -162,7 +162,7 @@ class GptRecipe:
         if vocab_file and cfg.fill_mask_examples and text:
             import numpy as np
 
-            from tf_records.writer import read_documents
+            from tf_records.documents import read_documents
 
             tokenizer = self._tokenizer(vocab_file)
             lines = [line for doc in read_documents(text) for line in doc

@@ -160,7 +160,7 @@ class XLNetRecipe:
 
         cfg = self.cfg
         if is_tfrecords(cfg.input) and (os.path.isdir(cfg.input) or cfg.input.endswith(".json")):
-            from tf_records.reader import read_manifest
+            from tf_records.manifest import read_manifest
 
             try:
                 manifest = read_manifest(cfg.input)
@@ -291,7 +291,7 @@ class XLNetRecipe:
                 raise SystemExit("XLNet records without a manifest need --vocab_file "
                                  "(spiece.model, for the vocabulary size).")
             return self._tokenizer(vocab_file).vocab_size
-        from tf_records.reader import read_manifest
+        from tf_records.manifest import read_manifest
 
         manifest = read_manifest(train_source)
         if manifest["schema"].get("kind") != "xlnet":
@@ -390,7 +390,7 @@ class XLNetRecipe:
 
     def _streams(self, source):
         if os.path.isdir(source) or source.endswith(".json"):
-            from tf_records.reader import read_manifest
+            from tf_records.manifest import read_manifest
 
             return read_manifest(source)["schema"]["batch_size"]
         return self.schema.batch_size

@@ -24,8 +24,8 @@ import dataclasses
 import itertools
 import random
 
-from tf_records.chinese_words import SEGMENTERS
-from tf_records.chinese_words import split_marks
+from tf_records.bert.chinese_words import SEGMENTERS
+from tf_records.bert.chinese_words import split_marks
 
 # What one row holds: BERT's segment pair with an NSP label, or RoBERTa's
 # rows of whole sentences without NSP (`sentence_packing.py`).

@@ -1,4 +1,4 @@
-"""Text files -> sharded pretraining TFRecords + `manifest.json`.
+"""Text files -> BERT's sharded pretraining TFRecords + `manifest.json`.
 
 Streaming and parallel, deterministic for a seed whatever the number of
 workers: documents are grouped, in file order, into blocks of
@@ -19,7 +19,6 @@ manifest that looks whole.
 """
 
 import dataclasses
-import gzip
 import importlib.util
 import itertools
 import json
@@ -27,30 +26,30 @@ import multiprocessing
 import os
 import sys
 import time
-import zlib
 
 import numpy as np
 
-from tf_records.chinese_words import check_segmenter
-from tf_records.chinese_words import load_segmenter
-from tf_records.chinese_words import mark_line
-from tf_records.chinese_words import segmenter_version
-from tf_records.chinese_words import split_marks
+from tf_records.bert.chinese_words import check_segmenter
+from tf_records.bert.chinese_words import load_segmenter
+from tf_records.bert.chinese_words import mark_line
+from tf_records.bert.chinese_words import segmenter_version
+from tf_records.bert.chinese_words import split_marks
+from tf_records.bert.instances import SEGMENT_PAIR
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.instances import VocabInfo
+from tf_records.bert.instances import create_instances
+from tf_records.bert.masking import mask_block
+from tf_records.bert.masking import pack_instances
+from tf_records.bert.masking import pack_predictions
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.schema import encode_examples
+from tf_records.bert.sentence_packing import create_packed_instances
+from tf_records.documents import documents_with_origin
 from tf_records.input_files import line_bytes
-from tf_records.instances import SEGMENT_PAIR
-from tf_records.instances import InstanceConfig
-from tf_records.instances import VocabInfo
-from tf_records.instances import create_instances
-from tf_records.masking import mask_block
-from tf_records.masking import pack_instances
-from tf_records.masking import pack_predictions
+from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import MANIFEST_VERSION
+from tf_records.manifest import file_sha256
 from tf_records.records_folder import transactional
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import MANIFEST_VERSION
-from tf_records.schema import RecordSchema
-from tf_records.schema import encode_examples
-from tf_records.schema import file_sha256
-from tf_records.sentence_packing import create_packed_instances
 from tf_records.tfrecord_file import write_tfrecord_file
 
 
@@ -71,65 +70,10 @@ class WriterConfig:
                 raise ValueError(f"`{name}` must be an integer >= 1. Received: {name}={value!r}.")
 
 
-def read_documents(paths):
-    """Yields documents (lists of non-empty lines) from plain or gzip text.
-
-    One sentence per line, blank lines between documents, as the original.
-    A file that is not UTF-8 raises `ValueError` naming file and line.
-    """
-    for _, _, document in _documents_with_origin(paths):
-        yield document
-
-
-def _documents_with_origin(paths):
-    """`(path, line of its first line, document)` for every document of the
-    files, in order. A broken `.gz` or an unreadable file raises
-    `ValueError` naming the file."""
-    for path in paths:
-        opener = gzip.open if path.endswith(".gz") else open
-        try:
-            with opener(path, "rb") as f:
-                for line_number, document in numbered_file_documents(f, path):
-                    yield path, line_number, document
-        except (OSError, EOFError, zlib.error) as e:  # gzip's errors name no file
-            raise ValueError(f"Cannot read input file {path}: {e}") from None
-
-
-def file_documents(raw_lines, path):
-    """Yields the documents of one file, from its raw lines (`bytes`) in order.
-
-    The one parser of the text format, shared with the Beam pipeline
-    (`beam_pretraining_data.py`), which opens files through Beam's file
-    systems: `path` only names the file in errors.
-    """
-    for _, document in numbered_file_documents(raw_lines, path):
-        yield document
-
-
-def numbered_file_documents(raw_lines, path):
-    """`file_documents` with the line number of each document's first line
-    (its lines are consecutive: a blank line ends a document)."""
-    document, first = [], 0
-    for line_number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}:{line_number}: not UTF-8 ({e.reason}).") from None
-        if line:
-            if not document:
-                first = line_number
-            document.append(line)
-        elif document:
-            yield first, document
-            document = []
-    if document:  # a file end also ends a document
-        yield first, document
-
-
 def _blocks(paths, documents_per_block):
     """Blocks of documents, each with the (file, line) each document starts at."""
     block, origins = [], []
-    for path, line_number, document in _documents_with_origin(paths):
+    for path, line_number, document in documents_with_origin(paths):
         block.append(document)
         origins.append((path, line_number))
         if len(block) == documents_per_block:

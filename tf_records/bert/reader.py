@@ -1,48 +1,20 @@
-"""Pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
+"""BERT's pretraining TFRecords -> a `tf.data` pipeline that `BertPretrainer.fit` takes."""
 
-import json
 import os
 
 import tensorflow as tf
 
-from tf_records.dynamic_masking import mask_batch
+from tf_records.bert.dynamic_masking import mask_batch
+from tf_records.bert.schema import RecordSchema
+from tf_records.bert.schema import to_model_inputs
 from tf_records.length_grouping import group_by_length
+from tf_records.manifest import check_kind
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import count_records
+from tf_records.manifest import pipeline_share
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
 from tf_records.plain import plain
-from tf_records.schema import MANIFEST_FILE
-from tf_records.schema import RecordSchema
-from tf_records.schema import file_sha256
-from tf_records.schema import to_model_inputs
-
-
-def read_manifest(path):
-    """`manifest.json` (or its folder) -> dict; clear error if missing/bad."""
-    if os.path.isdir(path):
-        path = os.path.join(path, MANIFEST_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"No manifest at {path}: was the writer interrupted?") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON: {e}") from None
-    manifest["folder"] = os.path.dirname(os.path.abspath(path))
-    return manifest
-
-
-def check_kind(manifest, kind):
-    """Raises `ValueError` unless the records are of `kind` ("bert", "lm", "elmo").
-
-    BERT's manifests name no kind: a manifest without one is "bert".
-    """
-    found = manifest["schema"].get("kind", "bert")
-    if found != kind:
-        readers = {"bert": "tf_records.reader.pretraining_dataset",
-                   "lm": "tf_records.gpt.reader.lm_dataset",
-                   "elmo": "tf_records.elmo.reader.elmo_dataset",
-                   "xlnet": "tf_records.xlnet.reader.xlnet_pretraining_dataset"}
-        raise ValueError(
-            f"{manifest['folder']} holds {found!r} records, but this reader reads {kind!r} "
-            f"records. Read them with {readers.get(found, f'a {found!r} reader')}.")
 
 
 def check_schema(manifest, model_config=None, schema=None):
@@ -57,66 +29,6 @@ def check_schema(manifest, model_config=None, schema=None):
         raise ValueError(
             f"The data has max_seq_length={data['max_seq_length']}, longer than the model's "
             f"max_position_embeddings={model_config.max_position_embeddings}.")
-
-
-def count_records(path):
-    """Whole records in a TFRecord file, from the record headers alone (12
-    bytes per record, no payload read); `ValueError` naming a truncated file."""
-    try:
-        size = os.path.getsize(path)
-    except FileNotFoundError:
-        raise ValueError(f"Shard {path} is missing.") from None
-    count, offset = 0, 0
-    with open(path, "rb") as f:
-        while offset < size:
-            header = f.read(8)
-            if len(header) < 8:
-                break
-            length = int.from_bytes(header, "little")
-            offset += 8 + 4 + length + 4  # length, its CRC, data, data CRC
-            if offset > size:
-                raise ValueError(
-                    f"Shard {path} is truncated: record {count} ends at byte {offset}, "
-                    f"the file has {size}.")
-            f.seek(offset)
-            count += 1
-    if offset != size:
-        raise ValueError(f"Shard {path} is truncated: {size - offset} bytes after record {count}.")
-    return count
-
-
-def check_shard_framing(manifest):
-    """Checks each shard's record framing and count against the manifest, so
-    a truncated or cut-short shard is named before training instead of
-    failing later with TensorFlow's "truncated record" error, which names no
-    file."""
-    for shard in manifest["shards"]:
-        path = os.path.join(manifest["folder"], shard["file"])
-        count = count_records(path)
-        if count != shard["records"]:
-            raise ValueError(
-                f"Shard {path} holds {count} whole records; the manifest says {shard['records']}.")
-
-
-def verify_shards(manifest):
-    """Checks every shard's sha256 against the manifest; names a bad file."""
-    for shard in manifest["shards"]:
-        path = os.path.join(manifest["folder"], shard["file"])
-        if not os.path.exists(path):
-            raise ValueError(f"Shard {path} listed in the manifest is missing.")
-        if file_sha256(path) != shard["sha256"]:
-            raise ValueError(f"Shard {path} is corrupt: its sha256 differs from the manifest's.")
-
-
-def pipeline_share(files, counts, input_context):
-    """This input pipeline's files (and their record counts, if known): every
-    `n`-th of the ordered list, so pipelines read disjoint files."""
-    n, i = input_context.num_input_pipelines, input_context.input_pipeline_id
-    if len(files) < n:
-        raise ValueError(
-            f"{len(files)} files cannot feed {n} input pipelines: each pipeline needs "
-            "its own files. Write more shards (smaller --documents_per_block).")
-    return files[i::n], counts and counts[i::n]
 
 
 def pretraining_dataset(

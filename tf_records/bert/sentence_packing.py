@@ -15,10 +15,10 @@ dropped. Masking is the same as for segment pairs (`masking.py`, or the
 original's per-instance draws with `original_rng`).
 """
 
-from tf_records.instances import DOC_SENTENCES
-from tf_records.instances import FULL_SENTENCES
-from tf_records.instances import Instance
-from tf_records.instances import create_masked_lm_predictions
+from tf_records.bert.instances import DOC_SENTENCES
+from tf_records.bert.instances import FULL_SENTENCES
+from tf_records.bert.instances import Instance
+from tf_records.bert.instances import create_masked_lm_predictions
 
 
 def _pieces(sentence, budget):
