@@ -1,6 +1,7 @@
-"""The house's import directions, read from the source (no module is run):
-each package imports only those below it, no family imports another, and
-no module reaches itself again through its imports.
+"""The house's import directions and file sizes, read from the source (no
+module is run): each package imports only those below it, no family imports
+another, no module reaches itself again through its imports, and a module
+over 400 lines says why.
 
     command_line        the console, progress lines, Keras' start-up trimming
     keras_bert_impl     the library: models, layers, tokenizers, checkpoints
@@ -133,3 +134,17 @@ def test_the_checks_see_a_wrong_import(tmp_path):
     path.write_text("def f():\n    from training.console import run\n")
     modules = {"training": "", "training.console": ""}
     assert _imports(str(path), modules) == [(2, "training.console")]
+
+
+def test_a_file_over_400_lines_says_why_at_its_top(graph):
+    """The house rule: past about 400 lines a file holds two rooms unless its
+    docstring says why not ("Over 400 lines: ...")."""
+    modules, _ = graph
+    unexplained = []
+    for path in modules.values():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        if text.count("\n") > 400 and "Over 400 lines" not in docstring:
+            unexplained.append(f"{path}: {text.count(chr(10))} lines")
+    assert not unexplained, "\n".join(unexplained)
