@@ -7,7 +7,8 @@ weights on every side), served
 
 - ours: `keras_bert_impl.serving.export_saved_model`, loaded with
   `tf.saved_model.load`, called through `serving_default` (ids in) and
-  `serving_text` (raw strings, tokenized in the graph);
+  `serving_text` (raw strings, tokenized in the graph); `ours_xla`: the
+  same export with `jit_compile=True` (the model one XLA computation);
 - ONNX Runtime: `transformers.BertForSequenceClassification` exported with
   `torch.onnx.export` (dynamic batch and length), run by an
   `InferenceSession` with every graph optimization (ORT_ENABLE_ALL); its
@@ -43,7 +44,7 @@ from absl import app
 from absl import flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIDES = ("ours", "onnxruntime", "pytorch")
+SIDES = ("ours", "ours_xla", "onnxruntime", "pytorch")
 SEED = 20181011
 TEXT = ("the quick brown fox jumps over the lazy dog while the committee debates whether "
         "bidirectional transformers pretrained on unlabeled text can be fine tuned with one "
@@ -119,7 +120,7 @@ def _prepare(args, folder):
 
 
 class _Ours:
-    def __init__(self, folder, lengths):
+    def __init__(self, folder, lengths, jit_compile=False):
         import tensorflow as tf
 
         from keras_bert_impl.checkpoints import load_backbone
@@ -133,9 +134,9 @@ class _Ours:
         self.tf = tf
         self.signatures = {}
         for length in lengths:  # serving_text packs to the export's max_seq_length
-            path = os.path.join(folder, f"saved_model_{length}")
+            path = os.path.join(folder, f"saved_model_{length}{'_xla' * jit_compile}")
             export_saved_model(model, path, os.path.join(folder, "vocab.txt"),
-                               max_seq_length=length)
+                               max_seq_length=length, jit_compile=jit_compile)
             self.signatures[length] = tf.saved_model.load(path).signatures
 
     def ids(self, ids):
@@ -214,8 +215,8 @@ class _Transformers:
 
 def _worker(args):
     lengths = [int(x) for x in args.seq_lengths.split(",")]
-    side = (_Ours(args.folder, lengths) if args.worker == "ours"
-            else _Transformers(args.folder, onnx=args.worker == "onnxruntime"))
+    side = (_Ours(args.folder, lengths, jit_compile=args.worker == "ours_xla")
+            if args.worker.startswith("ours") else _Transformers(args.folder, onnx=args.worker == "onnxruntime"))
     with open(os.path.join(args.folder, "config.json"), encoding="utf-8") as f:
         vocab_size = json.load(f)["vocab_size"]
     print("READY", flush=True)
@@ -240,7 +241,7 @@ def _worker(args):
 
 
 def _start(side, args, folder):
-    python = sys.executable if side == "ours" else args.peer_python
+    python = sys.executable if side.startswith("ours") else args.peer_python
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen(
         [python, os.path.abspath(__file__), f"--worker={side}", f"--folder={folder}",
@@ -294,7 +295,7 @@ def main(argv):
           f"(median of {args.throughput_calls} calls, best round)")
     print(f"{'signature':9s} {'len':>4s}  " + "  ".join(
         f"{s + ' p50/p99 ms':>21s} {'seq/s':>6s}" for s in SIDES)
-        + "   ours/ORT p50  p99  seq/s")
+        + "   ours/ORT p50  p99  seq/s   xla/ORT p50  p99  seq/s")
     for length in lengths:
         for kind in ("ids", "text"):
             cells, figures = [], {}
@@ -304,9 +305,10 @@ def main(argv):
                 best = max(rate[side, kind, length])
                 figures[side] = (p50, p99, best)
                 cells.append(f"{p50:10.2f} / {p99:8.2f} {best:6.1f}")
-            ours, ort = figures["ours"], figures["onnxruntime"]
-            print(f"{kind:9s} {length:4d}  " + "  ".join(cells) +
-                  f"   {ours[0] / ort[0]:12.2f} {ours[1] / ort[1]:4.2f} {ours[2] / ort[2]:5.2f}")
+            ort = figures["onnxruntime"]
+            ratios = "".join(f"   {o[0] / ort[0]:12.2f} {o[1] / ort[1]:4.2f} {o[2] / ort[2]:5.2f}"
+                             for o in (figures["ours"], figures["ours_xla"]))
+            print(f"{kind:9s} {length:4d}  " + "  ".join(cells) + ratios)
     for (side, kind, length), logits in sorted(parity.items()):
         if side != "ours":
             diff = np.abs(logits - parity["ours", kind, length]).max()

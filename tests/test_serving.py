@@ -243,3 +243,34 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
     np.testing.assert_allclose(text["logits"], model(x, training=False), atol=1e-5)
     assert [label.decode() for label in text["label"].numpy()] == [
         ["no", "yes"][i] for i in np.argmax(np.asarray(model(x, training=False)), axis=-1)]
+
+
+def test_jit_compiled_export_matches_keras_and_is_compiled(tmp_path):
+    """`jit_compile=True`: the model runs as an XLA computation in every
+    signature (the saved functions say so), with the request checks and
+    label strings outside it, and serves Keras' numbers."""
+    classifier = _task_models()["classifier"]
+    path = export_saved_model(classifier, str(tmp_path / "classifier"), VOCAB, max_seq_length=24,
+                              labels=["a", "b", "c"], jit_compile=True)
+    loaded = tf.saved_model.load(path)
+    compiled = [f.signature.name for f in loaded.signatures["serving_default"].graph.as_graph_def()
+                .library.function if f.attr["_XlaMustCompile"].b]
+    assert any("_model_outputs" in name for name in compiled), compiled
+    x = {k: np.asarray(v, np.int32) for k, v in BertTokenizer(VOCAB)(PAIRS, max_length=24).items()}
+    out = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})
+    np.testing.assert_allclose(out["logits"], classifier(x, training=False), atol=1e-5)
+    assert out["label"].dtype == tf.string
+    text = loaded.signatures["serving_text"](text=tf.constant(PAIRS))
+    np.testing.assert_allclose(text["logits"], out["logits"], atol=1e-5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_word_ids: values must be"):
+        loaded.signatures["serving_default"](**{k: tf.constant(v - 200 * (k == "input_word_ids"))
+                                                for k, v in x.items()})
+
+    pretrainer = BertPretrainer(BertBackbone.from_bert_config(preset("tiny").replace(
+        vocab_size=30522)))
+    path = export_saved_model(pretrainer, str(tmp_path / "pretrainer"), jit_compile=True)
+    positions = np.array([[1, 3], [2, 5]], np.int32)
+    served = tf.saved_model.load(path).signatures["serving_default"](
+        masked_lm_positions=tf.constant(positions), **{k: tf.constant(v) for k, v in x.items()})
+    want = pretrainer({**x, "masked_lm_positions": positions}, training=False)
+    np.testing.assert_allclose(served["masked_lm"], want["masked_lm"], atol=1e-5)
