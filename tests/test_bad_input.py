@@ -807,8 +807,8 @@ def case_pretrain_predictions_disagree_with_the_records(a, out):
                          "--max_predictions_per_seq: 5"])
 def case_pretrain_default_flags_take_the_records_values(a, out):
     from training.pretrain import PretrainConfig
-    from training.pretrain_checks import agree_with_records
-    from training.pretrain_config import with_model_defaults
+    from training.pretraining.checks import agree_with_records
+    from training.pretraining.config import with_model_defaults
 
     cfg = agree_with_records(PretrainConfig(input=a.records),
                              with_model_defaults(PretrainConfig()), explicit=set())
@@ -882,7 +882,7 @@ def case_pretrain_text_heldout_with_records(a, out):
 
 @case(1, lambda a, out: ["Shard", "shard-00000.tfrecord", "sha256"])
 def case_pretrain_corrupt_shard_named_at_start(a, out):
-    from training.pretrain_checks import verify_records
+    from training.pretraining.checks import verify_records
 
     folder = a.path("corrupt_records")
     shutil.copytree(a.records, folder)
@@ -971,7 +971,7 @@ def case_pretrain_heldout_not_utf8(a, out):
 def case_pretrain_stale_temporary_checkpoint_folder(a, out):
     import keras
 
-    from training.checkpointing import TrainingCheckpoint
+    from training.run.checkpointing import TrainingCheckpoint
 
     directory = os.path.join(out, "checkpoints")
     os.makedirs(os.path.join(directory, "ckpt-4_temp"))

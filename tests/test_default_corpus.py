@@ -4,8 +4,8 @@ import sysconfig
 
 import pytest
 
-from training import default_corpus
-from training.default_corpus import default_documents
+from training.pretraining import default_corpus
+from training.pretraining.default_corpus import default_documents
 
 
 def test_documents_are_read_once_and_handed_out_as_copies():
@@ -166,7 +166,7 @@ def test_long_lines_split_at_word_boundaries_once(tmp_path):
     """A line over the limit becomes consecutive lines within it, words
     whole and in order; a word over the limit stands alone; documents keep
     their blank lines; a second call finds nothing to split."""
-    from training.default_corpus import split_long_lines
+    from training.pretraining.default_corpus import split_long_lines
 
     path = tmp_path / "train.txt"
     path.write_text("a b c d e f g\nab\n\nh i jjjjjjjjj k\n")

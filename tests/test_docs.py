@@ -22,7 +22,7 @@ Pages: README.md and docs/*.md (not docs/results/, which
   a boolean). The flags are read by running the command's own entry point
   with `absl.app.run` and `command_line.console.run` stubbed (so its `main`
   never runs), in one subprocess: flags made from dataclass fields
-  (`training.config_flags.define_flags`) and absl flags defined directly
+  (`training.run.config_flags.define_flags`) and absl flags defined directly
   are read the same way. `tf_records.beam_pretraining_data` also takes
   Beam's pipeline options. A backticked flag on its own (`--phase2_steps=N`)
   must be a flag of some documented command;

@@ -425,7 +425,7 @@ def test_elmo_checkpoint_files(tmp_path, bilm_fixture):
 
 
 def test_elmo_defaults(tmp_path):
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     cfg = resolve(FinetuneConfig(model="elmo", task="ner", data_dir=str(tmp_path),
                                  preset="elmo_tiny"))
@@ -448,7 +448,7 @@ def test_elmo_defaults(tmp_path):
     (dict(model="bert", preset="tiny", elmo_lstm_units=64), "is ELMo's"),
 ])
 def test_finetune_elmo_refuses_clearly(tmp_path, changes, message):
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     cfg = FinetuneConfig(**{"model": "elmo", "task": "glue/rte", "data_dir": str(tmp_path),
                             "preset": "elmo_tiny", **changes})

@@ -29,7 +29,7 @@ from tf_records.elmo.reader import elmo_dataset
 from tf_records.elmo.reader import target_counts
 from tf_records.elmo.writer import stream_windows
 from tf_records.elmo.writer import write_elmo_data
-from training.evaluation import bilm_report
+from training.pretraining.evaluation import bilm_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "..", "shared", "fixtures", "bilm-tf")
@@ -298,7 +298,7 @@ def test_fit_traces_the_language_model_once(monkeypatch):
 
 def test_training_checkpoints_keep_the_carried_states(tmp_path):
     """A resumed run continues each stream from the states it stopped with
-    (`tf.train.Checkpoint`, as `training.checkpointing` writes it)."""
+    (`tf.train.Checkpoint`, as `training.run.checkpointing` writes it)."""
     config = _tiny_config()
     lm = ElmoLanguageModel(ElmoBackbone.from_config_object(config, max_batch_size=B), 99)
     lm(_random_windows(config, 0), training=False)
@@ -325,8 +325,8 @@ def test_mixed_precision_keeps_the_softmax_and_loss_in_float32():
 
 
 def test_adagrad_as_bilm_tf():
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
+    from training.run.optimization import OptimizerConfig
+    from training.run.optimization import create_optimizer
 
     optimizer = create_optimizer(OptimizerConfig(optimizer="adagrad", learning_rate=0.2,
                                                  weight_decay=0.0, clip_norm=10.0), 100)
@@ -399,7 +399,7 @@ def test_bad_elmo_flags_stop_before_anything_is_written(flags, message):
 
 def test_elmo_takes_bilm_tf_defaults_where_the_flags_keep_berts():
     from training.pretrain import PretrainConfig
-    from training.pretrain_config import with_model_defaults
+    from training.pretraining.config import with_model_defaults
 
     cfg = with_model_defaults(PretrainConfig(model="elmo", learning_rate=0.5))
     assert (cfg.optimizer, cfg.learning_rate, cfg.clip_norm, cfg.warmup_steps,

@@ -93,12 +93,12 @@ def test_ner_end_to_end_with_windows(tmp_path):
 
 def test_scores_are_reused_only_while_the_weights_are_unchanged(monkeypatch):
     """The predictions written after `fit` reuse the last epoch's dev scores:
-    `finetune_tasks._predict` runs `predict` once for the same input and
+    `training.finetuning.tasks._predict` runs `predict` once for the same input and
     weights, again after any weight changes or for another input, and
     hands out copies (a caller changing its scores changes no one else's)."""
     import keras
 
-    from training.finetune_tasks import _predict
+    from training.finetuning.tasks import _predict
 
     inputs = keras.Input((3,))
     dense = keras.layers.Dense(2)
@@ -134,8 +134,8 @@ def test_dev_scores_of_row_outputs_come_from_batches_cut_to_their_longest_row():
     from keras_bert_impl import BertTokenTagger
     from keras_bert_impl import preset
     from tf_records.length_grouping import length_sorted_batches
-    from training.finetune_tasks import _predict
-    from training.finetune_tasks import _rows_outputs
+    from training.finetuning.tasks import _predict
+    from training.finetuning.tasks import _rows_outputs
 
     rng = np.random.default_rng(0)
     config = preset("tiny").replace(vocab_size=99)
@@ -212,7 +212,7 @@ def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
     0.540 for bag-of-words."""
     from training.ablation.word_order_task import bag_of_words_accuracy
     from training.ablation.word_order_task import write_word_order_task
-    from training.distribution import cpu_bfloat16
+    from training.run.distribution import cpu_bfloat16
 
     task = write_word_order_task(str(tmp_path / "word_order"), num_train=3000, num_dev=600)
     bigram = bag_of_words_accuracy(task, (1, 2))

@@ -58,7 +58,7 @@ def test_fine_tuning_prints_progress_and_draws_curves(tmp_path, capsys):
     """Progress lines (step, loss, examples/s, ETA) instead of Keras' epoch
     lines; TensorBoard scalars in `<output_dir>/tensorboard`; the curves PNG
     with train loss and accuracy per logged step and dev metrics per epoch."""
-    from training.curves import curve_series
+    from training.run.curves import curve_series
 
     out = tmp_path / "out"
     summary = run(FinetuneConfig(**_settings(_cola_dir(tmp_path / "cola"), out)))

@@ -294,8 +294,8 @@ def test_mixed_precision_logits_are_float32(backbone):
 
 def test_weight_decay_on_matrices_only(backbone):
     """The original's `l2` decays every matrix (`len(shape) > 1`) and no vector."""
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
+    from training.run.optimization import OptimizerConfig
+    from training.run.optimization import create_optimizer
 
     model = GptClassifier(backbone, 2, C)
     optimizer = create_optimizer(OptimizerConfig(epsilon=1e-8), total_steps=10)
@@ -492,7 +492,7 @@ def test_gpt_backbone_from_checkpoints(backbone, tmp_path):
 ])
 def test_finetune_gpt_refuses_clearly(tmp_path, changes, message):
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     cfg = FinetuneConfig(**{"task": "glue/rte", "data_dir": str(tmp_path), **changes})
     with pytest.raises(SystemExit, match=message):
@@ -501,7 +501,7 @@ def test_finetune_gpt_refuses_clearly(tmp_path, changes, message):
 
 def test_bert_defaults_unchanged(tmp_path):
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     cfg = resolve(FinetuneConfig(task="glue/rte", data_dir=str(tmp_path), preset="tiny",
                                  vocab_file="vocab.txt"))
@@ -513,7 +513,7 @@ def test_a_vocabulary_other_than_the_checkpoints_own_is_refused(tmp_path):
     every row ids the checkpoint never learned: refused, naming both files;
     the checkpoint's own files, or identical copies, are taken."""
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     export = tmp_path / "export"
     export.mkdir()

@@ -308,10 +308,10 @@ def test_continued_pretraining_from_a_preset(presets, tmp_path):
     """`training.pretrain --init_checkpoint=<keras-hub preset>`: its
     encoder and masked-LM head, vocabulary and casing; the export adds a
     preset keras-hub loads."""
-    from training.continued_pretraining import save_like_init
-    from training.continued_pretraining import with_init_checkpoint
     from training.pretrain import PretrainConfig
     from training.pretrain import make_recipe
+    from training.pretraining.continued import save_like_init
+    from training.pretraining.continued import with_init_checkpoint
 
     folder = str(presets["root"] / "masked_lm")
     cfg, init = with_init_checkpoint(PretrainConfig(init_checkpoint=folder, max_seq_length=16,

@@ -1,15 +1,15 @@
-"""`training.optimization.FusedAdamW` takes Keras' AdamW steps, in fewer kernels."""
+"""`training.run.optimization.FusedAdamW` takes Keras' AdamW steps, in fewer kernels."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from training.optimization import NO_DECAY_NAMES
-from training.optimization import FusedAdamW
-from training.optimization import OptimizerConfig
-from training.optimization import WarmupLinearDecay
-from training.optimization import create_optimizer
+from training.run.optimization import NO_DECAY_NAMES
+from training.run.optimization import FusedAdamW
+from training.run.optimization import OptimizerConfig
+from training.run.optimization import WarmupLinearDecay
+from training.run.optimization import create_optimizer
 
 
 def _variables(seed):

@@ -96,8 +96,8 @@ def test_flag_checks_stop_without_importing_tensorflow():
     script = (
         "import sys\n"
         "from training.pretrain import PretrainConfig, make_recipe\n"
-        "from training.pretrain_config import with_model_defaults\n"
-        "from training.pretrain_checks import check_flags\n"
+        "from training.pretraining.config import with_model_defaults\n"
+        "from training.pretraining.checks import check_flags\n"
         "check_flags(with_model_defaults(PretrainConfig(output_dir='unused', num_train_steps=3000)))\n"
         "for cfg in (PretrainConfig(ablation='rtl'), PretrainConfig(model='xlnet', ablation='ltr')):\n"
         "    try:\n"
@@ -158,7 +158,7 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
 
     # Fine-tuning starts from the export as it is: the vocabulary lies beside it.
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     resolved = resolve(FinetuneConfig(model="gpt", task="glue/cola", data_dir=str(tmp_path),
                                       init_checkpoint=str(export / "causal_lm.keras")))

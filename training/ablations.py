@@ -16,7 +16,7 @@ BERT and the same model without pretraining, to ask whether a task can be
 learned at all at this scale and whether pretraining helps; what it found
 is in the commit message that introduced this design.
 
-- Corpus: the default corpus (`training.default_corpus`: the standard
+- Corpus: the default corpus (`training.pretraining.default_corpus`: the standard
   library's docstrings and pydoc topics), 15% of its documents held out of
   pretraining (`training.ablation.tasks.HELDOUT_PERCENT`); every dev row
   comes from held-out documents.
@@ -111,9 +111,9 @@ from training.ablation.settings import chosen_systems
 from training.ablation.table import build_tables
 from training.ablation.table import format_tables
 from training.ablation.table import plot_table
-from training.config_flags import define_flags
-from training.config_flags import from_flags
-from training.pretrain_common import write_json
+from training.pretraining.common import write_json
+from training.run.config_flags import define_flags
+from training.run.config_flags import from_flags
 
 
 def say(message):
@@ -148,7 +148,7 @@ def commit():
 
 def run(cfg):
     """The whole comparison; returns the exit status (0: every cell ran)."""
-    from training.checkpointing import OutputLock
+    from training.run.checkpointing import OutputLock
 
     started = time.time()
     check_flags(cfg)
@@ -204,7 +204,7 @@ def run(cfg):
 def _write_corpus(cfg):
     """`{"train": path, "heldout": path}` of the default corpus (quick: its first documents)."""
     from training.ablation.tasks import HELDOUT_PERCENT
-    from training.default_corpus import write_default_corpus
+    from training.pretraining.default_corpus import write_default_corpus
 
     folder = os.path.join(cfg.output_dir, "corpus")
     paths = {side: os.path.join(folder, f"{side}.txt") for side in ("train", "heldout")}

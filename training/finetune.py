@@ -52,11 +52,11 @@ as `paragraph <sep> question <sep> <cls>`; the original's settings (GLUE lr
 cased unless `--do_lower_case` is given.
 
 This file holds the run and BERT's backbone; the flags, BERT's defaults
-and `resolve` are in `training/finetune_config.py`. `resolve` and
+and `resolve` are in `training/finetuning/config.py`. `resolve` and
 `build_backbone` hand `--model=gpt`, `--model=elmo` and `--model=xlnet` to
 `training/gpt/finetune.py`, `training/elmo/finetune.py` and
 `training/xlnet/finetune.py` (their defaults, checkpoint lookup, backbones
-and tasks); the tasks are built by `training/finetune_tasks.py`.
+and tasks); the tasks are built by `training/finetuning/tasks.py`.
 """
 
 import dataclasses
@@ -71,11 +71,11 @@ from absl import flags
 from absl import logging
 
 from command_line import console
-from training.config_flags import define_flags
-from training.config_flags import from_flags
-from training.finetune_config import HELP
-from training.finetune_config import FinetuneConfig
-from training.finetune_config import resolve
+from training.finetuning.config import HELP
+from training.finetuning.config import FinetuneConfig
+from training.finetuning.config import resolve
+from training.run.config_flags import define_flags
+from training.run.config_flags import from_flags
 
 
 def say(message):
@@ -136,9 +136,9 @@ def run(cfg):
     # it gets no gradient, as the original left it untrained for them.
     warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler")
     started = time.time()
-    from training.finetune_checks import check_flags
-    from training.finetune_checks import check_paths
-    from training.finetune_checks import load_data
+    from training.finetuning.checks import check_flags
+    from training.finetuning.checks import check_paths
+    from training.finetuning.checks import load_data
 
     check_flags(cfg)
     cfg = resolve(cfg)
@@ -151,7 +151,7 @@ def run(cfg):
 
     keras.utils.set_random_seed(cfg.seed)
     tokenizer, task, data = load_data(cfg)  # reads; writes nothing
-    from training.checkpointing import OutputLock
+    from training.run.checkpointing import OutputLock
 
     try:
         lock = OutputLock(cfg.output_dir)
@@ -169,17 +169,17 @@ def _fine_tune(cfg, started, tokenizer, task, data):
 
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    from training.curves import write_training_curves
-    from training.distribution import make_strategy
-    from training.distribution import replicas_batch
-    from training.finetune_checks import check_positions
-    from training.finetune_loop import EvaluateEachEpoch
-    from training.finetune_loop import epoch_seed
-    from training.finetune_loop import fit_resumable
-    from training.finetune_loop import shuffled_batches
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
-    from training.train_log import TrainingLog
+    from training.finetuning.checks import check_positions
+    from training.finetuning.loop import EvaluateEachEpoch
+    from training.finetuning.loop import epoch_seed
+    from training.finetuning.loop import fit_resumable
+    from training.finetuning.loop import shuffled_batches
+    from training.run.curves import write_training_curves
+    from training.run.distribution import make_strategy
+    from training.run.distribution import replicas_batch
+    from training.run.optimization import OptimizerConfig
+    from training.run.optimization import create_optimizer
+    from training.run.train_log import TrainingLog
 
     x, y, sample_weight = data
     rows = len(x["input_word_ids"])

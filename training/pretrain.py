@@ -11,11 +11,11 @@ TFRecords -> `model.fit` under a strategy -> held-out evaluation -> export.
 
 Run the same command again after a crash and it resumes at the last
 checkpoint: same step, learning rate, optimizer state and data position.
-Every flag is a field of `PretrainConfig` (`training/pretrain_config.py`,
+Every flag is a field of `PretrainConfig` (`training/pretraining/config.py`,
 with the flags' help); its default is the flag's. A model family adds its
 recipe (data, model, loss, evaluation, export: `training/bert/recipe.py`,
 `training/gpt/recipe.py`, `training/elmo/recipe.py`,
-`training/xlnet/recipe.py`); the trainer (`training/pretrain_loop.py`) is
+`training/xlnet/recipe.py`); the trainer (`training/pretraining/loop.py`) is
 one for all. Where a family trains differently by default (ELMo: bilm-tf's
 Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
 `MODEL_DEFAULTS` replaces the flags still at BERT's defaults that were not typed.
@@ -31,17 +31,17 @@ import time
 from absl import logging
 
 from command_line import console
-from training.config_flags import define_flags
-from training.config_flags import from_flags
-from training.pretrain_common import is_tfrecords
-from training.pretrain_common import say
-from training.pretrain_common import write_json
-from training.pretrain_config import DEFAULT_TRAIN_STEPS
-from training.pretrain_config import HELP
-from training.pretrain_config import MODEL_DEFAULTS
-from training.pretrain_config import PretrainConfig
-from training.pretrain_config import with_model_defaults
-from training.pretrain_loop import train
+from training.pretraining.common import is_tfrecords
+from training.pretraining.common import say
+from training.pretraining.common import write_json
+from training.pretraining.config import DEFAULT_TRAIN_STEPS
+from training.pretraining.config import HELP
+from training.pretraining.config import MODEL_DEFAULTS
+from training.pretraining.config import PretrainConfig
+from training.pretraining.config import with_model_defaults
+from training.pretraining.loop import train
+from training.run.config_flags import define_flags
+from training.run.config_flags import from_flags
 
 # Changing these between a run and its resume would silently change the run.
 _RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
@@ -86,14 +86,14 @@ def _check_run_config(cfg, path, typed=None):
 def _unset_mixed_precision(cfg):
     """`--mixed_precision` not given: the choice of the run `--output_dir`
     holds (a resume trains on as it started), else bfloat16 where it pays
-    (`training.distribution.auto_mixed_precision`)."""
+    (`training.run.distribution.auto_mixed_precision`)."""
     path = os.path.join(cfg.output_dir, "run_config.json")
     if os.path.exists(path) and _trained(cfg.output_dir):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f).get("mixed_precision")
         if saved is not None:
             return saved
-    from training.distribution import auto_mixed_precision
+    from training.run.distribution import auto_mixed_precision
 
     return auto_mixed_precision(cfg.model, cfg.strategy, cfg.tpu)
 
@@ -135,15 +135,15 @@ def run(cfg, explicit=None):
     """Pretrains as `cfg` says: data, training, evaluation, export.
 
     Validate first, act second: the flags, the paths they name and the
-    records' agreement with them are checked (`training.pretrain_checks`)
+    records' agreement with them are checked (`training.pretraining.checks`)
     before the output folder is made, locked or given its
     `run_config.json`. `explicit`: the flags given on the command line (a
     flag not given takes the records' value); None: those whose value
     differs from the default.
     """
-    from training.pretrain_checks import agree_with_records
-    from training.pretrain_checks import check_flags
-    from training.pretrain_checks import verify_records
+    from training.pretraining.checks import agree_with_records
+    from training.pretraining.checks import check_flags
+    from training.pretraining.checks import verify_records
 
     logging.set_verbosity(logging.WARNING)  # TensorFlow's INFO lines drown the progress
     started = time.time()
@@ -164,13 +164,13 @@ def run(cfg, explicit=None):
         raise SystemExit(f"--{typed_phase2[0]} is a setting of phase 2: give --phase2_steps too.")
     init = None
     if cfg.init_checkpoint:
-        from training.continued_pretraining import with_init_checkpoint
+        from training.pretraining.continued import with_init_checkpoint
 
         cfg, init = with_init_checkpoint(cfg, explicit)
         explicit |= {"vocab_file", "do_lower_case"}  # the checkpoint's: records must agree
     check_flags(cfg)
     cfg = agree_with_records(cfg, with_model_defaults(PretrainConfig(model=cfg.model)), explicit)
-    from training.pretrain_checks import check_bare_records
+    from training.pretraining.checks import check_bare_records
 
     for source in (cfg.input, cfg.heldout_input):  # a glob's records: the flags' lengths
         if is_tfrecords(source):
@@ -178,7 +178,7 @@ def run(cfg, explicit=None):
     if cfg.mixed_precision is None:
         cfg = dataclasses.replace(cfg, mixed_precision=_unset_mixed_precision(cfg))
     recipe = make_recipe(cfg, init)  # checks --model, --ablation, the preset or config file
-    from training.checkpointing import OutputLock
+    from training.run.checkpointing import OutputLock
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
     if role and not is_tfrecords(cfg.input):
@@ -201,10 +201,10 @@ def run(cfg, explicit=None):
     # Both ways: a process that runs several pretrainings (the Table 5
     # driver's workers) must not keep an earlier run's policy.
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if cfg.mixed_precision else "float32")
-    from training.distribution import cpu_batch_slices
-    from training.distribution import cpu_only
-    from training.distribution import cpu_op_threads
-    from training.distribution import make_strategy
+    from training.run.distribution import cpu_batch_slices
+    from training.run.distribution import cpu_only
+    from training.run.distribution import cpu_op_threads
+    from training.run.distribution import make_strategy
 
     # BERT's batches in slices side by side on a CPU (`BatchSlices`); the
     # op threads only where this process has not started TensorFlow yet.
@@ -236,7 +236,7 @@ def run(cfg, explicit=None):
     # The checkpoint's held-out loss, to beat (not XLNet's: an evaluation
     # would run its carried memory through the held-out streams first).
     if init and heldout_source and chief and cfg.model != "xlnet":
-        from training.continued_pretraining import start_evaluation
+        from training.pretraining.continued import start_evaluation
 
         def at_start(model, model_config):
             start_evaluation(model, recipe.dataset(heldout_source, cfg.global_batch_size,
@@ -260,15 +260,15 @@ def run(cfg, explicit=None):
                "op_threads": op_threads}
     summary.update(recipe.evaluate(model, model_config, heldout_source, train_source, vocab_file))
     if init:
-        from training.continued_pretraining import START_EVALUATION
+        from training.pretraining.continued import START_EVALUATION
 
         start_path = os.path.join(cfg.output_dir, START_EVALUATION)
         if os.path.exists(start_path):
             with open(start_path, encoding="utf-8") as f:
                 summary["heldout_at_start"] = json.load(f)
     from command_line.progress import Timed
-    from training.curves import write_heldout_scalars
-    from training.curves import write_training_curves
+    from training.run.curves import write_heldout_scalars
+    from training.run.curves import write_training_curves
 
     log_dir = os.path.join(cfg.output_dir, "tensorboard")
     write_heldout_scalars(log_dir, step, summary)  # the held-out points of the curves

@@ -12,7 +12,7 @@ class BatchSlices:
     for its slowest half. Sliced, the batch becomes independent branches of
     the step's graph (forward and backward), and TensorFlow's executor
     runs one branch on each core; with one op thread per slice
-    (`training.distribution.cpu_op_threads`), no op waits on another
+    (`training.run.distribution.cpu_op_threads`), no op waits on another
     core. The `tiny` main job's training on 2 cores: 1.15x the real tokens
     per second of whole batches (`benchmarks/real_tokens.py`).
 

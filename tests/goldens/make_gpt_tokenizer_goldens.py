@@ -26,7 +26,7 @@ Outputs, committed:
 - `gpt_bpe/vocab.json`, `gpt_bpe/merges.txt`: learned by the reference
   library's own trainer (`tokenizers.trainers.BpeTrainer`), not by our
   `bpe_learner`, so the tokenizer test does not lean on code it checks.
-  Training text: the standard library's docstrings (`training.default_corpus`)
+  Training text: the standard library's docstrings (`training.pretraining.default_corpus`)
   plus every other string of `tokenizer_corpus.json`, so the other half
   has characters outside the vocabulary (<unk>). The trainer breaks ties
   between equally frequent pairs in hash order, so a rerun may learn a
@@ -51,7 +51,7 @@ from tokenizers import trainers
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
-from training.default_corpus import default_documents  # noqa: E402
+from training.pretraining.default_corpus import default_documents  # noqa: E402
 
 BPE_DIR = os.path.join(HERE, "gpt_bpe")
 OUT = os.path.join(HERE, "gpt_tokenizer_goldens.json.gz")

@@ -29,7 +29,7 @@ Outputs, committed:
   <cls> <sep> <pad> <mask> <eod>, user-defined <eop> and punctuation,
   character coverage 0.99995), not by our `spm_learner`, so the tokenizer
   test does not lean on code it checks. Training text: the standard
-  library's docstrings (`training.default_corpus`) plus every other string
+  library's docstrings (`training.pretraining.default_corpus`) plus every other string
   of `tokenizer_corpus.json`, so the other half has characters outside the
   model (<unk>). Commit the model and the goldens together: a rerun under
   another Python (other docstrings) learns another model.
@@ -54,7 +54,7 @@ import transformers
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
-from training.default_corpus import default_documents  # noqa: E402
+from training.pretraining.default_corpus import default_documents  # noqa: E402
 
 SPM_DIR = os.path.join(HERE, "xlnet_spm")
 OUT = os.path.join(HERE, "xlnet_tokenizer_goldens.json.gz")

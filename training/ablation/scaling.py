@@ -22,7 +22,7 @@ import shutil
 from training.ablation.stats import paired_difference
 from training.ablation.stats import verdict
 from training.ablation.table import TASKS
-from training.pretrain_common import write_json
+from training.pretraining.common import write_json
 
 SCALING_SYSTEMS = ("bert", "no_nsp", "ltr")
 FRACTIONS = (4, 2)  # 1/4, then 1/2 of --pretrain_steps; then the default run

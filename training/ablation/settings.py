@@ -11,7 +11,7 @@ import os
 
 from tf_records.input_files import check_output_folder
 from training.ablation.table import SYSTEMS
-from training.config_flags import check_at_least
+from training.run.config_flags import check_at_least
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,7 +48,7 @@ from training.ablation.task_rows import sentence_order_rows
 from training.ablation.task_rows import span_qa_articles
 from training.ablation.task_rows import topic_rows
 from training.ablation.task_rows import word_order_rows
-from training.default_corpus import default_documents
+from training.pretraining.default_corpus import default_documents
 
 HELDOUT_PERCENT = 15  # of the documents: Table 5's corpus holds them out of pretraining
 
@@ -62,8 +62,8 @@ def split_documents(with_sources=False):
     (lists of sentences); dev is what pretraining holds out, less the
     sentences that also stand in a training document.
     `with_sources`: `(source, sentences)` pairs instead
-    (`training.default_corpus.document_sources`)."""
-    from training.default_corpus import document_sources
+    (`training.pretraining.default_corpus.document_sources`)."""
+    from training.pretraining.default_corpus import document_sources
 
     sources = document_sources() if with_sources else {}
     sides = {"train": [], "dev": []}

@@ -22,7 +22,7 @@ import random
 from absl import flags
 
 from command_line import console
-from training.default_corpus import default_documents
+from training.pretraining.default_corpus import default_documents
 
 MIN_WORDS, MAX_WORDS = 6, 30
 

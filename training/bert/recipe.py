@@ -16,10 +16,10 @@ import dataclasses
 import os
 import time
 
-from training.pretrain_common import heldout_text
-from training.pretrain_common import records_input
-from training.pretrain_common import say
-from training.pretrain_common import text_sources
+from training.pretraining.common import heldout_text
+from training.pretraining.common import records_input
+from training.pretraining.common import say
+from training.pretraining.common import text_sources
 
 ABLATIONS = ("", "no_nsp", "ltr")
 
@@ -29,7 +29,7 @@ class BertRecipe:
     presets_help = "tiny, mini, small, medium, base, large"
 
     def __init__(self, cfg, init=None, records_prefix=""):
-        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
+        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
         self.records_prefix = records_prefix  # "phase2_": the second phase's records
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
@@ -96,7 +96,7 @@ class BertRecipe:
                     f"({time.time() - start:.0f} s) -> {vocab_file}")
         if not cfg.input:  # the default corpus: no line of ours runs past an instance
             from keras_bert_impl.tokenizers import BertTokenizer
-            from training.default_corpus import split_long_lines
+            from training.pretraining.default_corpus import split_long_lines
 
             tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
             split = split_long_lines(train_files + (heldout_files or []),
@@ -161,7 +161,7 @@ class BertRecipe:
         pretrainer = {"": BertPretrainer, "no_nsp": BertMaskedLMPretrainer,
                       "ltr": BertCausalLMPretrainer}[self.ablation](backbone)
         if self.init:
-            from training.continued_pretraining import load_init_weights
+            from training.pretraining.continued import load_init_weights
 
             load_init_weights(self.init, pretrainer)
         return pretrainer, config
@@ -194,9 +194,9 @@ class BertRecipe:
 
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
         """Held-out scores against the frequency baseline, and a few examples."""
-        from training.evaluation import evaluate
-        from training.evaluation import fill_mask_examples
-        from training.evaluation import next_token_report
+        from training.pretraining.evaluation import evaluate
+        from training.pretraining.evaluation import fill_mask_examples
+        from training.pretraining.evaluation import next_token_report
 
         cfg = self.cfg
         results = {}
@@ -228,7 +228,7 @@ class BertRecipe:
                           else "serving_default")
             saved = f"SavedModel (signatures {signatures}) -> {path}; "
         if self.init:  # also in the layout it came in
-            from training.continued_pretraining import save_like_init
+            from training.pretraining.continued import save_like_init
 
             saved += save_like_init(self.init, model, vocab_file, export_dir)
         keras_file = os.path.join(export_dir, "pretrainer.keras")

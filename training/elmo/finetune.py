@@ -6,11 +6,11 @@ differently from BERT's fine-tuning, in one place: its defaults (`ELMO_*`),
 `elmo_checkpoint_files` and `resolve_elmo` (its refusals; bilm-tf's files
 located), `build_elmo_backbone` (the biLM the task models freeze) and the
 tasks (`ElmoGlueTask`, `ElmoNerTask`; no SQuAD or SWAG). GLUE and CoNLL are
-read as BERT's tasks (`training.finetune_tasks`) read them; the rows are
+read as BERT's tasks (`training.finetuning.tasks`) read them; the rows are
 whole words (`<S> words </S>`: ELMo reads characters, not WordPieces), kept
 as rows of a word table and turned into character ids batch by batch.
 
-`training.finetune` and `training.finetune_tasks` dispatch here for
+`training.finetune` and `training.finetuning.tasks` dispatch here for
 `--model=elmo` and import this module lazily, inside the dispatching
 functions: it imports their helpers and base classes at the top.
 """
@@ -29,11 +29,11 @@ from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from tasks import conll
 from tasks import glue
-from training.finetune_tasks import GlueTask
-from training.finetune_tasks import NerTask
-from training.finetune_tasks import _glue_labels
-from training.finetune_tasks import _say
-from training.text_classification_task import TextClassificationTask
+from training.finetuning.tasks import GlueTask
+from training.finetuning.tasks import NerTask
+from training.finetuning.tasks import _glue_labels
+from training.finetuning.tasks import _say
+from training.finetuning.text_classification import TextClassificationTask
 
 # `--model=elmo`: the task network trains from scratch on frozen features,
 # as AllenNLP's ELMo taggers and classifiers (Adam, lr 1e-3, no weight

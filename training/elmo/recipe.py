@@ -32,9 +32,9 @@ raw tokens in, `lm_embeddings` out; `keras_bert_impl.elmo.elmo_serving`).
 import os
 import time
 
-from training.pretrain_common import records_input
-from training.pretrain_common import say
-from training.pretrain_common import text_sources
+from training.pretraining.common import records_input
+from training.pretraining.common import say
+from training.pretraining.common import text_sources
 
 # The BERT size names mean the ELMo ones of about that size.
 _SAME_SIZE = {"tiny": "elmo_tiny", "small": "elmo_small", "medium": "elmo_medium",
@@ -177,7 +177,7 @@ class ElmoRecipe:
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
         """Held-out perplexity against the unigram model of the training targets."""
         from tf_records.elmo.reader import target_counts
-        from training.evaluation import bilm_report
+        from training.pretraining.evaluation import bilm_report
 
         if not heldout_source:
             return {}

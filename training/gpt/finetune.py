@@ -5,11 +5,11 @@ place: the original `train.py` defaults (`GPT_*`), `resolve_gpt` (its
 refusals; vocab.json and merges.txt located), `build_gpt_backbone` (the
 checkpoint or preset with `_start_`, `_delimiter_`, `_classify_` appended)
 and the tasks (`GptGlueTask`, `GptNerTask`, `GptSwagTask`; SQuAD is BERT's
-only). The tasks are BERT's (`training.finetune_tasks`) with GPT's input
+only). The tasks are BERT's (`training.finetuning.tasks`) with GPT's input
 transformations (`keras_bert_impl.gpt.gpt_inputs`) and task models: the files
 are read, scored and written the same way.
 
-`training.finetune` and `training.finetune_tasks` dispatch here for
+`training.finetune` and `training.finetuning.tasks` dispatch here for
 `--model=gpt` and import this module lazily, inside the dispatching
 functions: it imports their base classes at the top.
 """
@@ -30,11 +30,11 @@ from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
 from tasks import glue
 from tasks import swag
-from training.finetune_tasks import GlueTask
-from training.finetune_tasks import NerTask
-from training.finetune_tasks import SwagTask
-from training.finetune_tasks import _glue_labels
-from training.text_classification_task import TextClassificationTask
+from training.finetuning.tasks import GlueTask
+from training.finetuning.tasks import NerTask
+from training.finetuning.tasks import SwagTask
+from training.finetuning.tasks import _glue_labels
+from training.finetuning.text_classification import TextClassificationTask
 
 # `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
 # 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),

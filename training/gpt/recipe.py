@@ -11,10 +11,10 @@ corpus, with the size ladder of `keras_bert_impl.gpt.GPT_PRESETS`.
 import os
 import time
 
-from training.pretrain_common import heldout_text
-from training.pretrain_common import records_input
-from training.pretrain_common import say
-from training.pretrain_common import text_sources
+from training.pretraining.common import heldout_text
+from training.pretraining.common import records_input
+from training.pretraining.common import say
+from training.pretraining.common import text_sources
 
 # The BERT size names of --preset's default mean the GPT ones of that size.
 _SAME_SIZE = {"tiny": "gpt_tiny", "mini": "gpt_mini"}
@@ -25,7 +25,7 @@ class GptRecipe:
     name = "GPT"
 
     def __init__(self, cfg, init=None):
-        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
+        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "GPT has none.")
@@ -147,8 +147,8 @@ class GptRecipe:
 
     def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
         """Held-out next-token accuracy and perplexity; a few greedy continuations."""
-        from training.evaluation import greedy_continuations
-        from training.evaluation import next_token_report
+        from training.pretraining.evaluation import greedy_continuations
+        from training.pretraining.evaluation import next_token_report
 
         cfg = self.cfg
         results = {}

@@ -11,7 +11,7 @@ without memory), the tasks, and the batches of similar length for
 left-padded rows. The SavedModel export is
 `keras_bert_impl.xlnet.xlnet_task_serving`.
 
-The tasks are BERT's (`training.finetune_tasks`), reading, scoring and
+The tasks are BERT's (`training.finetuning.tasks`), reading, scoring and
 writing the files the same way, with XLNet's layout (`A <sep> (B <sep>)
 <cls>`, left padding, `input_mask` 1 on padding; `keras_bert_impl.xlnet.
 xlnet_inputs`) and task models (`xlnet_task_models`):
@@ -53,14 +53,14 @@ from tasks import squad_metrics
 from tasks import swag
 from tasks.xlnet_squad import decode_xlnet_squad
 from tasks.xlnet_squad import xlnet_squad_features
-from training.finetune_tasks import GlueTask
-from training.finetune_tasks import NerTask
-from training.finetune_tasks import SquadTask
-from training.finetune_tasks import SwagTask
-from training.finetune_tasks import _predict
-from training.finetune_tasks import _report_skipped
-from training.finetune_tasks import check_rows
-from training.text_classification_task import TextClassificationTask
+from training.finetuning.tasks import GlueTask
+from training.finetuning.tasks import NerTask
+from training.finetuning.tasks import SquadTask
+from training.finetuning.tasks import SwagTask
+from training.finetuning.tasks import _predict
+from training.finetuning.tasks import _report_skipped
+from training.finetuning.tasks import check_rows
+from training.finetuning.text_classification import TextClassificationTask
 
 # N=rows, S=max_seq_length
 
@@ -130,7 +130,7 @@ def resolve_xlnet(cfg):
                              "SentencePiece model XLNet reads; `training.learn_vocab "
                              "--model=xlnet` makes one).")
         vocab_file = beside
-    from training.vocab_checks import check_vocab_of_checkpoint
+    from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 
     check_vocab_of_checkpoint(checkpoint, vocab_file, SPM_FILE)
     try:

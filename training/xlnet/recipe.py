@@ -74,10 +74,10 @@ import dataclasses
 import os
 import time
 
-from training.pretrain_common import heldout_text
-from training.pretrain_common import is_tfrecords
-from training.pretrain_common import say
-from training.pretrain_common import text_sources
+from training.pretraining.common import heldout_text
+from training.pretraining.common import is_tfrecords
+from training.pretraining.common import say
+from training.pretraining.common import text_sources
 
 # B=batch (streams), L=seq_len, P=num_predict, V=vocab, H=d_model
 
@@ -114,7 +114,7 @@ class XLNetRecipe:
     name = "XLNet"
 
     def __init__(self, cfg, init=None):
-        self.init = init  # `continued_pretraining.InitCheckpoint`, or None: random weights
+        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "XLNet has none.")
@@ -399,8 +399,8 @@ class XLNetRecipe:
         """Held-out permutation-LM accuracy and perplexity against the unigram
         model of the training targets; a few words filled in."""
         from tf_records.xlnet.reader import target_counts
-        from training.evaluation import fill_in_examples
-        from training.evaluation import plm_report
+        from training.pretraining.evaluation import fill_in_examples
+        from training.pretraining.evaluation import plm_report
 
         results = {}
         if heldout_source:

@@ -35,8 +35,8 @@ import numpy as np
 from tasks import glue
 from tasks import text_classification as reading
 from tasks.text_classification_metrics import classification_metrics
-from training.finetune_tasks import GlueTask
-from training.finetune_tasks import _say
+from training.finetuning.tasks import GlueTask
+from training.finetuning.tasks import _say
 
 # N=examples, C=classes
 

@@ -2,7 +2,7 @@
 drawn from a run's TensorBoard logs.
 
 Pretraining and fine-tuning write their scalars as they train
-(`training.train_log.TrainingLog`: the train run, in the log folder
+(`training.run.train_log.TrainingLog`: the train run, in the log folder
 itself) and their held-out scores where they have them (pretraining's
 final evaluation, fine-tuning's dev scores after each epoch), each
 held-out set in a subfolder named after it (`heldout/`, `dev/`,

@@ -25,10 +25,10 @@ import os
 import time
 
 from tf_records.input_files import check_output_folder
-from training.config_flags import check_at_least
-from training.config_flags import check_one_of
-from training.pretrain_common import is_tfrecords
-from training.pretrain_common import say
+from training.pretraining.common import is_tfrecords
+from training.pretraining.common import say
+from training.run.config_flags import check_at_least
+from training.run.config_flags import check_one_of
 
 OPTIMIZERS = ("adamw", "lamb", "adagrad")
 # The records' kind per --model, and which flag each schema value fixes.
@@ -80,11 +80,11 @@ def check_flags(cfg):
     if cfg.batch_slices > cfg.global_batch_size:
         raise SystemExit(f"--batch_slices={cfg.batch_slices}: at most --global_batch_size="
                          f"{cfg.global_batch_size} (a slice holds at least one row).")
-    from training.distribution import STRATEGIES
+    from training.run.distribution import STRATEGIES
 
     check_one_of(cfg, "strategy", STRATEGIES)
     check_one_of(cfg, "optimizer", OPTIMIZERS)
-    from training.pretrain_common import checkpoint_interval
+    from training.pretraining.common import checkpoint_interval
 
     total = cfg.num_train_steps * cfg.gradient_accumulation_steps
     interval = checkpoint_interval(

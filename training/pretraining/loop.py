@@ -6,7 +6,7 @@ phase 1's.
 
 import os
 
-from training.pretrain_common import say
+from training.pretraining.common import say
 
 
 def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None,
@@ -22,13 +22,13 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
     from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
     from tf_records.manifest import pipeline_share
     from tf_records.manifest import read_manifest
-    from training.checkpointing import CheckpointEveryEpoch
-    from training.checkpointing import TrainingCheckpoint
-    from training.distribution import replicas_batch
-    from training.optimization import OptimizerConfig
-    from training.optimization import create_optimizer
-    from training.pretrain_common import checkpoint_interval
-    from training.train_log import TrainingLog
+    from training.pretraining.common import checkpoint_interval
+    from training.run.checkpointing import CheckpointEveryEpoch
+    from training.run.checkpointing import TrainingCheckpoint
+    from training.run.distribution import replicas_batch
+    from training.run.optimization import OptimizerConfig
+    from training.run.optimization import create_optimizer
+    from training.run.train_log import TrainingLog
 
     replicas_batch(strategy, cfg.global_batch_size)  # checks divisibility
     accumulation = cfg.gradient_accumulation_steps

@@ -188,15 +188,15 @@ def resolve(cfg):
     from training.elmo.finetune import ELMO_WARMUP_PROPORTION
     from training.elmo.finetune import ELMO_WEIGHT_DECAY
     from training.elmo.finetune import resolve_elmo
-    from training.finetune_tasks import DEFAULT_LEARNING_RATE
-    from training.finetune_tasks import DEFAULT_MAX_SEQ_LENGTH
+    from training.finetuning.tasks import DEFAULT_LEARNING_RATE
+    from training.finetuning.tasks import DEFAULT_MAX_SEQ_LENGTH
     from training.gpt.finetune import GPT_LEARNING_RATE
     from training.gpt.finetune import GPT_WARMUP_PROPORTION
     from training.gpt.finetune import resolve_gpt
 
     cfg = with_checkpoint_by_name(cfg)
     if cfg.task == "text_classification":  # your own files instead of a --data_dir
-        from training.text_classification_task import check_flags
+        from training.finetuning.text_classification import check_flags
 
         check_flags(cfg)
     elif cfg.train_file or cfg.dev_file or cfg.test_file:
@@ -254,7 +254,7 @@ def resolve(cfg):
             raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
         cfg = dataclasses.replace(cfg, vocab_file=found)
     elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
-        from training.vocab_checks import check_vocab_of_checkpoint
+        from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 
         check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
                                   unused_ok=True)

@@ -54,7 +54,7 @@ def text_sources(cfg):
     if cfg.input:
         heldout = text_files(cfg.heldout_input) if cfg.heldout_input else None
         return data_dir, text_files(cfg.input), heldout
-    from training.default_corpus import write_default_corpus
+    from training.pretraining.default_corpus import write_default_corpus
 
     corpus_dir = os.path.join(data_dir, "corpus")
     paths = {"train": os.path.join(corpus_dir, "train.txt"),

@@ -14,9 +14,9 @@ from tf_records.input_files import check_output_folder
 
 def check_flags(cfg):
     """`SystemExit` naming the first flag out of its range (before any default is filled in)."""
-    from training.config_flags import check_at_least
-    from training.config_flags import check_one_of
-    from training.distribution import STRATEGIES
+    from training.run.config_flags import check_at_least
+    from training.run.config_flags import check_one_of
+    from training.run.distribution import STRATEGIES
 
     check_at_least(cfg, {"max_seq_length": 0, "window_stride": 0, "doc_stride": 1,
                          "max_query_length": 1, "n_best_size": 1, "max_answer_length": 1,
@@ -65,7 +65,7 @@ def load_data(cfg):
     is named here, not found by `predict` after an epoch)."""
     from keras_bert_impl.tokenizers import BertTokenizer
     from tasks.bad_rows import BadRowError
-    from training.finetune_tasks import make_task
+    from training.finetuning.tasks import make_task
 
     try:  # a vocabulary that is not one: named by its flag
         if cfg.model == "gpt":
@@ -85,7 +85,9 @@ def load_data(cfg):
             tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
         else:
             if cfg.task == "text_classification":  # it builds on finetune_tasks.GlueTask
-                from training.text_classification_task import TextClassificationTask as make_task
+                from training.finetuning.text_classification import (
+                    TextClassificationTask as make_task,
+                )
 
             tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
     except (ValueError, UnicodeDecodeError) as e:

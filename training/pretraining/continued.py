@@ -33,7 +33,7 @@ import json
 import os
 import re
 
-from training.pretrain_common import say
+from training.pretraining.common import say
 
 # The original README's learning rate for pretraining from a BERT checkpoint
 # (its run_pretraining example); 2e-5 to 5e-5 is the usual range.
@@ -269,7 +269,7 @@ def _check_records(cfg, init, where):
     """Records given as `--input` must be written with the checkpoint's
     vocabulary and casing."""
     from tf_records.manifest import file_sha256
-    from training.pretrain_common import is_tfrecords
+    from training.pretraining.common import is_tfrecords
 
     if not is_tfrecords(cfg.input) or not (os.path.isdir(cfg.input)
                                            or cfg.input.endswith(".json")):
@@ -368,7 +368,7 @@ def save_like_init(init, model, vocab_file, export_dir):
 def start_evaluation(model, heldout, output_dir):
     """The checkpoint's held-out scores before any step, written once to
     `START_EVALUATION` (a resume reads them back)."""
-    from training.pretrain_common import write_json
+    from training.pretraining.common import write_json
 
     path = os.path.join(output_dir, START_EVALUATION)
     if os.path.exists(path):

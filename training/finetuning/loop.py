@@ -3,7 +3,7 @@
 Every epoch's batches are a pure function of (seed, epoch): the rows are
 shuffled with a seed made of both (`epoch_seed`), so a rerun can make the
 batches of any epoch again and skip the ones already trained. Checkpoints
-(`training.checkpointing.TrainingCheckpoint`: model, optimizer, dropout
+(`training.run.checkpointing.TrainingCheckpoint`: model, optimizer, dropout
 seeds, batches trained) are written every `--checkpoint_every_steps` and at
 every epoch end, after the epoch's dev scores, whose history is kept beside
 them (`history.json`). The same command run again after a kill restores the
@@ -23,7 +23,7 @@ import os
 
 import keras
 
-from training.checkpointing import TrainingCheckpoint
+from training.run.checkpointing import TrainingCheckpoint
 
 # Changing these between a run and its resume would silently change the run.
 _NOT_RUN_KEYS = ("output_dir", "strategy", "tpu", "export", "log_every_steps",
@@ -56,7 +56,7 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
     """Scores every dev split with the task's metric after each epoch; the
     scores join the epoch's logs (so `history` and summary.json hold them)
     and, with `log_dir`, TensorBoard's `<log_dir>/<split>/` at the step
-    trained so far (where `training.curves` reads them)."""
+    trained so far (where `training.run.curves` reads them)."""
 
     def __init__(self, task, log_dir=None):
         super().__init__()
@@ -136,7 +136,7 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
         output_dir: the run folder.
         every_steps: int. Checkpoint interval in steps (epoch ends too).
         callbacks: list run before the checkpointing one (dev scoring).
-        log: a `training.train_log.TrainingLog` (progress lines, TensorBoard),
+        log: a `training.run.train_log.TrainingLog` (progress lines, TensorBoard),
             told the step the run starts at.
         strategy: the `tf.distribute` strategy the model was built under.
         run_config: dict of the run's settings; a resume with others stops.
