@@ -92,6 +92,16 @@ def test_no_family_imports_another(graph):
     assert not wrong, "\n".join(wrong)
 
 
+def test_run_machinery_imports_neither_pretraining_nor_finetuning(graph):
+    """`training.run` is what every command shares: it sits below both."""
+    modules, imports = graph
+    wrong = [f"{modules[m]}:{line} imports {target}"
+             for m, found in imports.items() if m.startswith("training.run.")
+             for line, target in found
+             if target.split(".")[:2] in (["training", "pretraining"], ["training", "finetuning"])]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_import_cycle(graph):
     """Tarjan's strongly connected components over every import; the edge
     from a package's modules to its `__init__` (Python runs it first) is
