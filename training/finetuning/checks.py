@@ -84,7 +84,7 @@ def load_data(cfg):
 
             tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
         else:
-            if cfg.task == "text_classification":  # it builds on finetune_tasks.GlueTask
+            if cfg.task == "text_classification":  # it builds on tasks.GlueTask
                 from training.finetuning.text_classification import (
                     TextClassificationTask as make_task,
                 )

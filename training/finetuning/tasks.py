@@ -465,7 +465,7 @@ def make_task(cfg, tokenizer):
 
     GPT's and ELMo's are `finetune_gpt.make_gpt_task` and
     `finetune_elmo.make_elmo_task`, BERT's `text_classification`
-    `text_classification_task.TextClassificationTask` (they build on the
+    `text_classification.TextClassificationTask` (they build on the
     classes here, so this file imports none of them)."""
     if cfg.task.startswith("glue/"):
         return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
