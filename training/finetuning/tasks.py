@@ -463,8 +463,8 @@ class SwagTask:
 def make_task(cfg, tokenizer):
     """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`).
 
-    GPT's and ELMo's are `finetune_gpt.make_gpt_task` and
-    `finetune_elmo.make_elmo_task`, BERT's `text_classification`
+    GPT's and ELMo's are `training.gpt.finetune.make_gpt_task` and
+    `training.elmo.finetune.make_elmo_task`, BERT's `text_classification`
     `text_classification.TextClassificationTask` (they build on the
     classes here, so this file imports none of them)."""
     if cfg.task.startswith("glue/"):
