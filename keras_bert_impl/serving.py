@@ -177,11 +177,12 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
         labels: list of str or None. A classifier's label per class: adds
             `label` and `probabilities` to its outputs.
         jit_compile: bool. Every signature runs the model as one XLA
-            computation: on 2 CPU cores, MiniLM's batch-1 latency falls by
-            about a quarter at 32 tokens and a tenth at 128, and is the same
-            at 384 (docs/benchmarks.md). Off by default: each new request
-            shape (batch size, and length for ids) compiles once, about 1 s,
-            and TF Serving runs such a model only with
+            computation. Measured on 2 CPU cores (docs/benchmarks.md):
+            MiniLM's batch-1 p50 fell by a fifth at 32 tokens and a tenth at
+            128 (the same at 384), its batch-32 throughput by 11-28%, and a
+            `base` model was slower with it. Off by default: each new
+            request shape (batch size, and length for ids) compiles once,
+            about 1 s, and TF Serving runs such a model only with
             `--xla_cpu_compilation_enabled=true` (docs/serving.md).
     """
     tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
