@@ -94,7 +94,12 @@ class BertRecipe:
                 write_vocab(tokens, vocab_file)
                 say(f"Learned a {len(tokens)}-token WordPiece vocabulary "
                     f"({time.time() - start:.0f} s) -> {vocab_file}")
-        if not cfg.input:  # the default corpus: no line of ours runs past an instance
+        # The default corpus: no line of ours runs past an instance (checked
+        # again only while some records are still to be written).
+        written = all(os.path.exists(os.path.join(
+            data_dir, f"{self.records_prefix}{side}_records", "manifest.json"))
+            for side, files in (("train", train_files), ("heldout", heldout_files)) if files)
+        if not cfg.input and not written:
             from keras_bert_impl.tokenizers import BertTokenizer
             from training.pretraining.default_corpus import split_long_lines
 
