@@ -7,6 +7,8 @@ stream; a side with fewer usable rows than asked is refused.
 
 import re
 
+from training.ablation.word_order_task import swap_two_words
+
 MIN_WORDS, MAX_WORDS = 6, 30  # a sentence for word order and questions
 PAIR_MIN_WORDS, PAIR_MAX_WORDS = 4, 30  # each sentence of a pair
 PARAGRAPH_SENTENCES = 1  # span QA: a paragraph is one sentence (calibrated)
@@ -30,16 +32,6 @@ def _take(items, count, rng, what, side):
     return rng.sample(items, count)
 
 
-def _swap_two_words(sentence, rng):
-    words = sentence.split()
-    while True:
-        i, j = sorted(rng.sample(range(len(words)), 2))
-        if words[i] != words[j]:
-            break
-    words[i], words[j] = words[j], words[i]
-    return " ".join(words)
-
-
 def word_order_rows(documents, count, rng, side="train"):
     """`[(label, sentence)]`: half as written (1), half with two words swapped (0)."""
     seen, sentences = set(), []
@@ -51,7 +43,7 @@ def word_order_rows(documents, count, rng, side="train"):
                 seen.add(sentence)
                 sentences.append(sentence)
     chosen = _take(sentences, count, rng, "sentences", side)
-    rows = [(1, s) if k % 2 == 0 else (0, _swap_two_words(s, rng)) for k, s in enumerate(chosen)]
+    rows = [(1, s) if k % 2 == 0 else (0, swap_two_words(s, rng)) for k, s in enumerate(chosen)]
     rng.shuffle(rows)
     return rows
 

@@ -32,7 +32,8 @@ def _usable(sentence):
     return MIN_WORDS <= len(words) <= MAX_WORDS and "\t" not in sentence
 
 
-def _swap_two_words(sentence, rng):
+def swap_two_words(sentence, rng):
+    """`sentence` with two of its words (different ones) swapped, drawn with `rng`."""
     words = sentence.split()
     while True:
         i, j = sorted(rng.sample(range(len(words)), 2))
@@ -65,7 +66,7 @@ def make_word_order_task(num_train=4000, num_dev=1000, seed=0):
         if len(sides[side]) < count:
             raise ValueError(f"Only {len(sides[side])} usable {side} sentences; asked for {count}.")
         chosen = rng.sample(sides[side], count)
-        out[side] = [(1, s) if k % 2 == 0 else (0, _swap_two_words(s, rng))
+        out[side] = [(1, s) if k % 2 == 0 else (0, swap_two_words(s, rng))
                      for k, s in enumerate(chosen)]
         rng.shuffle(out[side])
     return out
