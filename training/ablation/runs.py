@@ -52,7 +52,9 @@ def _schedule(cfg, corpus, systems, pool):
     pool = pool or _Inline()
     config = dataclasses.asdict(cfg)
     rates = learning_rates(cfg)
-    needed = [name for name in PRETRAINED if any(s.checkpoint == name for s in systems)]
+    # No pretraining (no checkpoint) needs BERT's vocabulary, so BERT's pretraining.
+    needed = [name for name in PRETRAINED if any(
+        s.checkpoint == name or (name == "bert" and not s.checkpoint) for s in systems)]
     pretraining, cells, running, started = {}, {}, {}, set()
     for system in systems:
         for task in TASKS:
@@ -147,11 +149,26 @@ def _schedule(cfg, corpus, systems, pool):
         for name in AFTER_BERT:
             if name in needed:
                 start_pretraining(name)
-    for system in systems:
-        if not system.checkpoint:
+    # No pretraining reads BERT's vocabulary, written (atomically) in the
+    # first seconds of BERT's pretraining: its runs start once it is there.
+    waiting = [system for system in systems if not system.checkpoint]
+    bert_vocab = os.path.join(_pretrain_folder(cfg, "bert"), "data", "vocab.txt")
+
+    def start_waiting():
+        for system in waiting:
             start_system(system)
-    while running:
-        done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+        waiting.clear()
+
+    while True:
+        if waiting and os.path.exists(bert_vocab):
+            start_waiting()
+        if waiting and "bert" in pretraining:
+            # Finished (or failed) without it: their runs fail naming the file.
+            start_waiting()
+        if not running:
+            break
+        done, _ = concurrent.futures.wait(running, timeout=5 if waiting else None,
+                                          return_when=concurrent.futures.FIRST_COMPLETED)
         for future in done:
             kind, key = running.pop(future)
             {"pretrain": pretrained, "select": selected, "seed": seeded}[kind](
