@@ -412,10 +412,15 @@ def test_quick_tables_end_to_end(tmp_path):
                  "OpenAI GPT", "ELMo", "XLNet", "No pretraining", "Directions", "n/a"):
         assert text in result.stdout, text
 
-    again = run_python(command, root, env)
+    # Table 5's systems again: nothing reruns, table1.json is left as it was.
+    table1_bytes = (out / "table1.json").read_bytes()
+    again = run_python(command + ["--systems=table5"], root, env)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Pretraining bert (" not in again.stdout and "done before" in again.stdout
+    assert "gpt " not in again.stdout and "table1.json: kept" in again.stdout
     assert json.load(open(out / "table5.json"))["systems"] == table5["systems"]
+    assert (out / "table1.json").read_bytes() == table1_bytes
+    assert "Table 1 in miniature" in (out / "tables.txt").read_text()
 
 
 def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, monkeypatch):
@@ -492,6 +497,42 @@ def test_no_pretraining_waits_for_berts_vocabulary(tmp_path, monkeypatch):
     assert seen == [True, True, True]
 
 
+def test_systems_name_groups_and_tables_keep_other_systems(tmp_path, monkeypatch):
+    """`--systems`: table5 (the default), table1, all or names; a run of
+    some systems reads the others' finished runs in the folder into the
+    tables, and leaves out a system with a run missing."""
+    from training import ablations
+    from training.ablation import runs
+    from training.ablation.settings import AblationsConfig
+    from training.ablation.settings import chosen_systems
+
+    def names(systems):
+        return [s.name for s in chosen_systems(AblationsConfig(systems=systems))]
+
+    assert names(AblationsConfig().systems) == ["bert", "no_nsp", "ltr", "ltr_bilstm", "random"]
+    assert names("table1") == ["bert", "bert_features", "gpt", "elmo", "xlnet", "random"]
+    assert names("table1,ltr") == ["bert", "ltr", "bert_features", "gpt", "elmo", "xlnet",
+                                   "random"]
+    assert len(names("all")) == 9
+    with pytest.raises(SystemExit, match="'table2' not one of table5, table1, all, bert"):
+        names("table2")
+
+    def fake_load(config, system, task, split, rate, k):
+        if system == "xlnet" and k == 1:
+            return {"error": "not run"}
+        return {"seed": k, "score": {1e-4: 50.0, 3e-4: 60.0, 1e-3: 40.0}[rate]}
+
+    monkeypatch.setattr(runs, "_load_cell", fake_load)
+    monkeypatch.setattr(runs, "_pretraining_summary", lambda cfg, name: {"steps": name})
+    cfg = AblationsConfig(output_dir=str(tmp_path), workers=1, seeds=2)
+    pretraining, cells = {"bert": {"steps": "bert"}}, {}
+    ablations._add_finished_systems(cfg, {}, chosen_systems(cfg), pretraining, cells)
+    assert {name for name, _ in cells} == {"bert_features", "gpt", "elmo"}  # xlnet: seed 1
+    assert cells["gpt", "topic"]["learning_rate"] == 3e-4
+    assert [s["score"] for s in cells["gpt", "topic"]["seeds"]] == [60.0, 60.0]
+    assert set(pretraining) == {"bert", "gpt", "elmo", "xlnet"}
+
+
 def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
     from training import ablations
     from training.ablation.settings import AblationsConfig
@@ -545,7 +586,7 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
     shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_100.json")
     shutil.copy(tmp_path / "stage_100.json", tmp_path / "scaling" / "stage_200.json")
     assert ablation_scaling.run_scaling(cfg, fake_run) == 0
-    assert ran[-1] == (str(tmp_path), 400, 40, "")
+    assert ran[-1] == (str(tmp_path), 400, 40, "table5")
     scaling = json.load(open(tmp_path / "scaling.json"))
     assert scaling["stages"] == [100, 200, 400]
     gap = next(g for g in scaling["gaps"] if g["label"] == "BERT - No pretraining"

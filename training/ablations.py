@@ -3,7 +3,8 @@ system pretrained alike on the default corpus, fine-tuned alike on three
 offline tasks, each cell over five seeds with its 95% interval, and a
 verdict for each of the paper's directions.
 
-    python -m training.ablations                                  # the default run
+    python -m training.ablations                                  # Table 5's systems
+    python -m training.ablations --systems=table1                 # then Table 1's
     python -m training.ablations --scaling                        # the next scaling stage
     python -m training.ablations --quick --output_dir=/tmp/t5     # a smoke run
 
@@ -74,9 +75,12 @@ is in the commit message that introduced this design.
   the budget. `scaling.png` plots each direction's difference against the
   budget.
 
-Every run is skipped when its `summary.json` exists, so the same command
-after a crash goes on where it stopped, and a finished run only redraws the
-tables. Pretraining and fine-tuning runs go to `--workers` worker
+The pre-registered run is both tables' systems, run as two commands in
+one folder (`--systems=table5`, the default, then `--systems=table1`) so
+that each fits a working session on 2 cores; the cells they share (BERT,
+No pretraining) run once. Every run is skipped when its `summary.json`
+exists, so the same command after a crash goes on where it stopped, and a
+finished run only redraws the tables. Pretraining and fine-tuning runs go to `--workers` worker
 processes (TensorFlow starts once per worker, not once per run), longest
 first. Outputs: `table5.json`/`.png`, `table1.json`/`.png` (settings and
 the code's commit in each), and the tables beside the paper's, printed, in
@@ -108,6 +112,9 @@ from training.ablation.settings import AblationsConfig
 from training.ablation.settings import _check_settings
 from training.ablation.settings import check_flags
 from training.ablation.settings import chosen_systems
+from training.ablation.table import SYSTEMS
+from training.ablation.table import TABLE1_SYSTEMS
+from training.ablation.table import TABLE5_SYSTEMS
 from training.ablation.table import build_tables
 from training.ablation.table import format_tables
 from training.ablation.table import plot_table
@@ -132,6 +139,20 @@ def main(argv):
 
         sys.exit(run_scaling(cfg, run))
     sys.exit(run(cfg))
+
+def _add_finished_systems(cfg, corpus, systems, pretraining, cells):
+    """Adds to `pretraining` and `cells` every other system whose runs are
+    all in the folder (from an earlier `--systems`), so the tables show
+    everything that ran there."""
+    others = tuple(s for s in SYSTEMS if s not in systems)
+    if not others:
+        return
+    more_pretraining, more_cells = _schedule(cfg, corpus, others, None, load_only=True)
+    incomplete = {name for (name, _), cell in more_cells.items() if cell.get("errors")}
+    cells.update({key: cell for key, cell in more_cells.items() if key[0] not in incomplete})
+    pretraining.update({name: summary for name, summary in more_pretraining.items()
+                        if name not in pretraining and "error" not in summary})
+
 
 def commit():
     """The code's git commit (with "+changes" when the tree differs), or "unknown"."""
@@ -170,15 +191,35 @@ def run(cfg):
         systems = chosen_systems(cfg)
         with _workers(cfg) as pool:
             pretraining, cells = _schedule(cfg, corpus, systems, pool)
+        _add_finished_systems(cfg, corpus, systems, pretraining, cells)
         settings_now = {k: v for k, v in dataclasses.asdict(cfg).items()
                         if k not in _FREE_SETTINGS}
         table5, table1 = build_tables(settings_now, pretraining, tasks, cells,
                                       time.time() - started, commit())
+        # A table is written when this command ran a system of its own (its
+        # time and commit are this command's); else the folder's is kept.
+        own = {"table5": set(TABLE5_SYSTEMS) - set(TABLE1_SYSTEMS),
+               "table1": set(TABLE1_SYSTEMS) - set(TABLE5_SYSTEMS)}
+        ran = {s.name for s in systems}
+        written, shown = [], {}
         for name, table in (("table5", table5), ("table1", table1)):
-            write_json(os.path.join(cfg.output_dir, f"{name}.json"), table)
-            plot_table(table, os.path.join(cfg.output_dir, f"{name}.png"),
-                       {"table5": "BERT Table 5 in miniature",
-                        "table1": "BERT Table 1 in miniature"}[name])
+            path = os.path.join(cfg.output_dir, f"{name}.json")
+            if own[name] & ran:
+                written.append(name)
+                write_json(path, table)
+                plot_table(table, os.path.join(cfg.output_dir, f"{name}.png"),
+                           {"table5": "BERT Table 5 in miniature",
+                            "table1": "BERT Table 1 in miniature"}[name])
+                shown[name] = table
+            elif os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    shown[name] = json.load(f)
+                say(f"{name}.json: kept as an earlier command wrote it (--systems ran none of "
+                    f"{', '.join(sorted(own[name]))}).")
+            else:
+                shown[name] = None
+                say(f"{name}: not run in {cfg.output_dir}; --systems={name} runs it.")
+        table5, table1 = shown["table5"], shown["table1"]
         text = format_tables(table5, table1)
         with open(os.path.join(cfg.output_dir, "tables.txt.tmp"), "w", encoding="utf-8") as f:
             f.write(text.lstrip("\n") + "\n")
@@ -191,9 +232,10 @@ def run(cfg):
         os.replace(os.path.join(cfg.output_dir, "tables.md.tmp"),
                    os.path.join(cfg.output_dir, "tables.md"))
         say(text)
-        say(f"-> {cfg.output_dir}/table5.json, table5.png, table1.json, table1.png, tables.txt "
-            f"({time.time() - started:.0f} s)")
-        return 1 if table5["errors"] or table1["errors"] else 0
+        say(f"-> {cfg.output_dir}: "
+            + ", ".join(f"{name}.json, {name}.png" for name in written)
+            + f", tables.txt ({time.time() - started:.0f} s)")
+        return 1 if any(t and t["errors"] for t in (table5, table1)) else 0
     finally:
         lock.release()
 

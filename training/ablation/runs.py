@@ -45,11 +45,15 @@ class _Inline:
         return future
 
 
-def _schedule(cfg, corpus, systems, pool):
+def _schedule(cfg, corpus, systems, pool, load_only=False):
     """Every pretraining, then each cell's learning-rate selection, then its
     seeds, each submitted as soon as what it needs is done (pretraining
-    first: the longest runs). Returns `(pretraining summaries, cells)`."""
+    first: the longest runs). Returns `(pretraining summaries, cells)`.
+
+    `load_only`: run nothing; read what earlier runs in the folder left (a
+    run not there is the error "not run")."""
     pool = pool or _Inline()
+    tell = (lambda message: None) if load_only else say
     config = dataclasses.asdict(cfg)
     rates = learning_rates(cfg)
     # No pretraining (no checkpoint) needs BERT's vocabulary, so BERT's pretraining.
@@ -63,6 +67,8 @@ def _schedule(cfg, corpus, systems, pool):
                 else {"selection": {}, "seeds": [], "errors": []})
 
     def submit(kind, key, fn, *args):
+        if load_only:
+            fn = _load_cell
         running[pool.submit(fn, *args)] = (kind, key)
 
     def start_pretraining(name):
@@ -72,6 +78,8 @@ def _schedule(cfg, corpus, systems, pool):
         summary = _pretraining_summary(cfg, name)
         if summary is not None:  # done before
             return pretrained(name, summary)
+        if load_only:
+            return pretrained(name, {"error": "not run"})
         if name in ("no_nsp", "ltr") and not os.path.exists(os.path.join(
                 _pretrain_folder(cfg, "bert"), "data", "train_records", "manifest.json")):
             return pretrained(name, {"error": "BERT's pretraining data was not written (see "
@@ -83,9 +91,9 @@ def _schedule(cfg, corpus, systems, pool):
     def pretrained(name, summary):
         pretraining[name] = summary
         if "error" in summary:
-            say(f"  pretraining {name} FAILED: {summary['error']}")
+            tell(f"  pretraining {name} FAILED: {summary['error']}")
         elif "wall_seconds" in summary:
-            say(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
+            tell(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
                 f"{pretraining_scores(summary)}")
         if name == "bert":  # the LTR and No NSP read its records; then the rest
             for later in AFTER_BERT:
@@ -129,7 +137,7 @@ def _schedule(cfg, corpus, systems, pool):
         # The best validation score; a tie goes to the smaller rate.
         best = max(sorted(cell["selection"], key=float), key=lambda r: cell["selection"][r])
         cell["learning_rate"] = float(best)
-        say(f"  {system}/{task}: learning rate {best} (validation "
+        tell(f"  {system}/{task}: learning rate {best} (validation "
             + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
         submit_seeds(system, task, float(best))
 
@@ -308,6 +316,19 @@ def _run_cell(config, system_name, task_name, split, rate, k):
         return {"error": message}
 
 
+def _load_cell(config, system_name, task_name, split, rate, k):
+    """A finished run's score, or `{"error": "not run"}`: `_run_cell`
+    without running anything."""
+    cfg = AblationsConfig(**config)
+    system = next(s for s in SYSTEMS if s.name == system_name)
+    task = next(t for t in TASKS if t.name == task_name)
+    folder = _cell_folder(cfg, system, task, split, rate, k)
+    if not os.path.exists(os.path.join(folder, "summary.json")):
+        return {"error": "not run"}
+    return _score(task, folder, json.load(open(os.path.join(folder, "summary.json"),
+                                               encoding="utf-8")), k)
+
+
 def _cell_folder(cfg, system, task, split, rate, k):
     return os.path.join(cfg.output_dir, "finetune", system.name, task.name,
                         f"{split}-lr{rate:g}-seed{k}")
@@ -364,13 +385,19 @@ def _cell(cfg, system, task, split, rate, k, folder):
         took = " (done before)"
     with open(summary_path, encoding="utf-8") as f:
         summary = json.load(f)
+    score = _score(task, folder, summary, k)
+    say(f"  {system.name:13s} {task.name:15s} {split:6s} lr {rate:<6g} seed {k}: "
+        f"{score['score']:.2f}{took}")
+    return score
+
+
+def _score(task, folder, summary, k):
+    """A finished run's score on the table's scale."""
     if task.name == "span_qa":
         score = {"score": summary["history"]["dev_f1"][-1],
                  "exact_match": summary["history"]["dev_exact_match"][-1]}
     else:
         score = {"score": 100 * _accuracy(os.path.join(folder, "dev_predictions.tsv"))}
-    say(f"  {system.name:13s} {task.name:15s} {split:6s} lr {rate:<6g} seed {k}: "
-        f"{score['score']:.2f}{took}")
     return {"seed": k, **score, "wall_seconds": summary.get("wall_seconds")}
 
 

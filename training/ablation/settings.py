@@ -11,6 +11,8 @@ import os
 
 from tf_records.input_files import check_output_folder
 from training.ablation.table import SYSTEMS
+from training.ablation.table import TABLE1_SYSTEMS
+from training.ablation.table import TABLE5_SYSTEMS
 from training.run.config_flags import check_at_least
 
 
@@ -21,7 +23,7 @@ class AblationsConfig:
     output_dir: str = "ablations_output"
     quick: bool = False
     scaling: bool = False
-    systems: str = ""
+    systems: str = "table5"
     pretrain_steps: int = 6000
     pretrain_batch_size: int = 32
     pretrain_seq_length: int = 128
@@ -47,8 +49,10 @@ HELP = {
     "scaling": "Run the next scaling stage (BERT, No NSP and LTR pretrained for 1/4, then 1/2 "
                "of --pretrain_steps; the full budget is the default run's) and redraw "
                "scaling.png from every stage present in <output_dir>/scaling/.",
-    "systems": "Comma-separated systems to run (empty: all): "
-               + ", ".join(s.name for s in SYSTEMS) + ".",
+    "systems": "Systems to run, comma-separated: table5 (Table 5's: "
+               + ", ".join(TABLE5_SYSTEMS) + "), table1 (Table 1's: "
+               + ", ".join(TABLE1_SYSTEMS) + "), all, or names. Runs done in the folder "
+               "before, by any --systems, are read into the tables, not run again.",
     "pretrain_steps": "Pretraining steps of every system (ELMo: 1/8 of their tokens, in its "
                       "64 windows of 20 tokens per step).",
     "pretrain_batch_size": "Pretraining sequences per step.",
@@ -73,7 +77,7 @@ HELP = {
 # What --quick changes, where the flag was left at its default.
 QUICK = {"pretrain_steps": 20, "pretrain_batch_size": 8, "pretrain_seq_length": 64,
          "pretrain_warmup_steps": 2, "vocab_size": 1000, "num_train": 48, "num_validation": 16,
-         "num_dev": 24, "seeds": 1, "learning_rates": "1e-3"}
+         "num_dev": 24, "seeds": 1, "learning_rates": "1e-3", "systems": "all"}
 QUICK_DOCUMENTS = 150  # training documents of the quick run's corpus
 QUICK_EPOCHS = 1
 ELMO_WINDOW = 20  # bilm-tf's unroll_steps: ELMo's tokens per row
@@ -100,15 +104,20 @@ def learning_rates(cfg):
     return rates
 
 
+GROUPS = {"table5": TABLE5_SYSTEMS, "table1": TABLE1_SYSTEMS,
+          "all": tuple(s.name for s in SYSTEMS)}
+
+
 def chosen_systems(cfg):
-    if not cfg.systems:
-        return SYSTEMS
-    names = [n.strip() for n in cfg.systems.split(",") if n.strip()]
+    """The systems `--systems` names (groups expanded), in the tables' order."""
+    names = set()
+    for name in (n.strip() for n in cfg.systems.split(",")):
+        names.update(GROUPS.get(name, (name,) if name else ()))
     known = {s.name: s for s in SYSTEMS}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SystemExit(f"--systems: {', '.join(map(repr, unknown))} not one of "
-                         f"{', '.join(known)}.")
+    unknown = sorted(n for n in names if n not in known)
+    if unknown or not names:
+        raise SystemExit(f"--systems={cfg.systems!r}: {', '.join(map(repr, unknown)) or 'empty'}"
+                         f" not one of {', '.join((*GROUPS, *known))}.")
     return tuple(s for s in SYSTEMS if s.name in names)
 
 

@@ -79,6 +79,7 @@ PAPER_TABLE1 = {
     "gpt": {"SST-2": 91.3, "QNLI": 87.4},
     "elmo": {"SST-2": 90.4, "QNLI": 79.8, "SQuAD": 85.6},
 }
+TABLE5_SYSTEMS = ("bert", "no_nsp", "ltr", "ltr_bilstm", "random")
 TABLE1_SYSTEMS = ("bert", "bert_features", "gpt", "elmo", "xlnet", "random")
 
 ALL = tuple(t.name for t in TASKS)
@@ -188,10 +189,11 @@ def build_tables(settings, pretraining, tasks, cells, seconds, commit):
                if "bag_of_words" in tasks["tasks"][t.name] else {})} for t in TASKS},
         "errors": errors, "wall_seconds": round(seconds, 1)}
     table5 = {**common, "pretraining": pretraining,
-              "systems": {k: v for k, v in systems.items() if k not in ("gpt", "elmo", "xlnet",
-                                                                        "bert_features")},
+              "systems": {k: systems[k] for k in TABLE5_SYSTEMS if k in systems},
               "paper": PAPER_TABLE5, "directions": directions["table5"]}
-    table1 = {**common, "systems": {k: systems[k] for k in TABLE1_SYSTEMS if k in systems},
+    table1 = {**common, "pretraining": {k: v for k, v in pretraining.items() if k in (
+                  "bert", "gpt", "elmo", "xlnet")},
+              "systems": {k: systems[k] for k in TABLE1_SYSTEMS if k in systems},
               "paper": PAPER_TABLE1, "directions": directions["table1"]}
     return table5, table1
 
@@ -253,13 +255,19 @@ def format_table(table, title):
 
 
 def format_tables(table5, table1):
-    lines = [format_table(table5, "Table 5 in miniature"),
-             "", "Pretraining, held out (baseline: the most frequent token; the unigram model):"]
-    for name, summary in table5["pretraining"].items():
-        shown = (f"FAILED: {summary['error']}" if "error" in summary
-                 else pretraining_scores(summary))
-        lines.append(f"  {name:8s}{shown}")
-    lines.append(format_table(table1, "Table 1 in miniature"))
+    """Both tables as printed (either may be None: not run)."""
+    lines = []
+    for title, table in (("Table 5 in miniature", table5), ("Table 1 in miniature", table1)):
+        if not table:
+            continue
+        lines.append(format_table(table, title))
+        if table is table5 or not table5:  # the pretraining once, after the first table
+            lines += ["", "Pretraining, held out (baseline: the most frequent token; the "
+                      "unigram model):"]
+            for name, summary in table.get("pretraining", {}).items():
+                shown = (f"FAILED: {summary['error']}" if "error" in summary
+                         else pretraining_scores(summary))
+                lines.append(f"  {name:8s}{shown}")
     return "\n".join(lines)
 
 
@@ -322,19 +330,23 @@ def _md_cell(entry):
 
 
 def format_markdown(table5, table1):
-    """Both tables, their baselines and verdicts as Markdown (docs/results/)."""
-    settings = table5["settings"]
+    """Both tables (either may be None: not run), their baselines and
+    verdicts as Markdown (docs/results/)."""
+    first = table5 or table1
+    settings = first["settings"]
     lines = [f"Tiny models (L=2, H=128), {settings['pretrain_steps']:,} pretraining steps of "
              f"{settings['pretrain_batch_size']} x {settings['pretrain_seq_length']} tokens "
              f"(ELMo: 1/8 of those tokens), one pretraining seed; {settings['seeds']} "
              f"fine-tuning seeds per cell at the learning rate chosen on validation; "
              f"{settings['num_train']:,} training / {settings['num_dev']} dev rows per task. "
              f"Mean over seeds [95% interval]; accuracy x 100, span QA official SQuAD F1. "
-             f"Code {table5['commit'][:7]}{'+changes' if 'changes' in table5['commit'] else ''}, "
-             f"{table5['wall_seconds'] / 60:.0f} minutes on 2 CPU cores."]
+             f"Code {first['commit'][:7]}{'+changes' if 'changes' in first['commit'] else ''}, "
+             f"{first['wall_seconds'] / 60:.0f} minutes on 2 CPU cores."]
     header = "| | " + " | ".join(f"{t.label} (~{t.paper_column})" for t in TASKS) + \
         " | paper " + " / ".join(t.paper_column for t in TASKS) + " |"
     for title, table in (("Table 5 in miniature", table5), ("Table 1 in miniature", table1)):
+        if not table:
+            continue
         lines += ["", f"### {title}", "", header, "|---" * (len(TASKS) + 2) + "|"]
         for name, row in table["systems"].items():
             paper = table["paper"].get(name, {})
