@@ -600,3 +600,17 @@ def test_scaling_runs_one_stage_per_command_and_plots_every_stage_present(tmp_pa
         image.verify()
     ran.clear()
     assert ablation_scaling.run_scaling(cfg, fake_run) == 0 and ran == []  # every stage done
+
+
+def test_workers_take_their_share_of_the_cores(monkeypatch):
+    """Each worker process gets cores // workers op and BLAS threads before
+    TensorFlow starts in it; a value the environment sets is kept."""
+    from training.ablation import runs
+
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS",
+                 "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    runs._start_worker(1)
+    assert os.environ["TF_NUM_INTRAOP_THREADS"] == os.environ["TF_NUM_INTEROP_THREADS"] == "1"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["OMP_NUM_THREADS"] == "3"

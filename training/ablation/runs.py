@@ -287,10 +287,23 @@ def _workers(cfg):
         return
     import multiprocessing
 
+    threads = max(1, len(os.sched_getaffinity(0)) // cfg.workers)
     with concurrent.futures.ProcessPoolExecutor(
             cfg.workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=keras_extras.leave_out_of_keras) as pool:
+            initializer=_start_worker, initargs=(threads,)) as pool:
         yield pool
+
+
+def _start_worker(threads):
+    """A worker's share of the cores for TensorFlow's and the BLAS pools
+    (unless the environment sets them), before anything imports them: the
+    workers run side by side, and two runs of a tiny model on 2 cores were
+    measured faster with one op thread each than with two (the suite's
+    main-job measurement, `tests/conftest.py`)."""
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS",
+                 "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    keras_extras.leave_out_of_keras()
 
 
 # --- Fine-tuning -------------------------------------------------------------------
