@@ -80,9 +80,9 @@ one folder (`--systems=table5`, the default, then `--systems=table1`) so
 that each fits a working session on 2 cores; the cells they share (BERT,
 No pretraining) run once. Every run is skipped when its `summary.json`
 exists, so the same command after a crash goes on where it stopped, and a
-finished run only redraws the tables. Pretraining and fine-tuning runs go to `--workers` worker
-processes (TensorFlow starts once per worker, not once per run), longest
-first. Outputs: `table5.json`/`.png`, `table1.json`/`.png` (settings and
+finished run only redraws the tables. Pretraining and fine-tuning runs go
+to `--workers` worker processes (TensorFlow starts once per worker, not
+once per run), longest first. Outputs: `table5.json`/`.png`, `table1.json`/`.png` (settings and
 the code's commit in each), and the tables beside the paper's, printed, in
 `tables.txt` and as Markdown in `tables.md`.
 
@@ -139,6 +139,7 @@ def main(argv):
 
         sys.exit(run_scaling(cfg, run))
     sys.exit(run(cfg))
+
 
 def _add_finished_systems(cfg, corpus, systems, pretraining, cells):
     """Adds to `pretraining` and `cells` every other system whose runs are
@@ -235,7 +236,7 @@ def run(cfg):
         say(f"-> {cfg.output_dir}: "
             + ", ".join(f"{name}.json, {name}.png" for name in written)
             + f", tables.txt ({time.time() - started:.0f} s)")
-        return 1 if any(t and t["errors"] for t in (table5, table1)) else 0
+        return 1 if any(shown[name]["errors"] for name in written) else 0
     finally:
         lock.release()
 
