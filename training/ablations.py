@@ -101,6 +101,8 @@ import subprocess
 import sys
 import time
 
+from absl import flags
+
 from command_line import console
 from training.ablation.runs import _schedule
 from training.ablation.runs import _workers
@@ -130,10 +132,9 @@ def say(message):
 def main(argv):
     del argv
     cfg = from_flags(AblationsConfig)
-    if cfg.quick:
-        defaults = AblationsConfig()
+    if cfg.quick:  # its budgets, for the flags not typed on the command line
         cfg = dataclasses.replace(cfg, **{k: v for k, v in QUICK.items()
-                                         if getattr(cfg, k) == getattr(defaults, k)})
+                                         if not flags.FLAGS[k].present})
     if cfg.scaling:
         from training.ablation.scaling import run_scaling
 

@@ -43,9 +43,9 @@ class AblationsConfig:
 HELP = {
     "output_dir": "Run folder: corpus, pretraining, tasks, fine-tuning runs, table5.json/png, "
                   "table1.json/png, scaling/.",
-    "quick": "Smoke run: the budgets below that are left at their defaults become tiny "
-             "(20 pretraining steps on 150 documents, 48 training rows, 1 seed, 1 epoch, one "
-             "learning rate, so no selection runs).",
+    "quick": "Smoke run: the flags below not typed on the command line become tiny (20 "
+             "pretraining steps on 150 documents, 48 training rows, 1 seed, 1 epoch, one "
+             "learning rate, so no selection runs) and --systems all.",
     "scaling": "Run the next scaling stage (BERT, No NSP and LTR pretrained for 1/4, then 1/2 "
                "of --pretrain_steps; the full budget is the default run's) and redraw "
                "scaling.png from every stage present in <output_dir>/scaling/.",
