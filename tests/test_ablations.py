@@ -327,7 +327,8 @@ def test_intervals_paired_differences_and_verdicts():
 
 
 def test_committed_results_recompute_to_their_verdicts():
-    """docs/results/: every cell's interval and every direction's paired
+    """docs/results/ (the default run) and docs/results/seed1/ (the same
+    with --seed=1): every cell's interval and every direction's paired
     difference and verdict recomputed from the seeds' scores in the JSON,
     and the tables in docs/results/README.md are the JSON's."""
     from training.ablation.stats import cell_interval
@@ -335,8 +336,11 @@ def test_committed_results_recompute_to_their_verdicts():
     from training.ablation.stats import verdict
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for name in ("table5", "table1"):
-        table = json.load(open(os.path.join(root, "docs", "results", f"{name}.json")))
+    results = os.path.join(root, "docs", "results")
+    for path in (os.path.join(folder, f"{name}.json") for folder in ("", "seed1")
+                 for name in ("table5", "table1")):
+        table = json.load(open(os.path.join(results, path)))
+        assert table["settings"]["seed"] == (1 if path.startswith("seed1") else 12345)
         assert table["errors"] == []
         seeds = {}
         for system, row in table["systems"].items():
@@ -354,11 +358,17 @@ def test_committed_results_recompute_to_their_verdicts():
                 assert found["difference"] == pytest.approx(diff)
                 assert found["verdict"] == verdict(diff)
     from training.ablation.table import format_markdown
+    from training.ablation.table import format_runs_side_by_side
 
-    tables = [json.load(open(os.path.join(root, "docs", "results", f"{name}.json")))
-              for name in ("table5", "table1")]
-    page = open(os.path.join(root, "docs", "results", "README.md"), encoding="utf-8").read()
-    assert format_markdown(*tables) in page
+    def tables(folder):
+        return [json.load(open(os.path.join(results, folder, f"{name}.json")))
+                for name in ("table5", "table1")]
+
+    page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
+    assert format_markdown(*tables("")) in page
+    for default, second in zip(tables(""), tables("seed1")):
+        assert format_runs_side_by_side([("--seed=12345 (default)", default),
+                                         ("--seed=1", second)]) in page
 
 
 @pytest.mark.slow(seconds=240)
@@ -614,3 +624,19 @@ def test_workers_take_their_share_of_the_cores(monkeypatch):
     runs._start_worker(1)
     assert os.environ["TF_NUM_INTRAOP_THREADS"] == os.environ["TF_NUM_INTEROP_THREADS"] == "1"
     assert os.environ["OPENBLAS_NUM_THREADS"] == "1" and os.environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_runs_side_by_side_give_each_direction_in_each_run():
+    from training.ablation.table import format_runs_side_by_side
+
+    def table(mean, low, high, verdict):
+        return {"directions": [{"better": "no_nsp", "worse": "ltr", "robust": True, "here": {
+            "span_qa": {"difference": {"mean": mean, "low": low, "high": high},
+                        "verdict": verdict}}}]}
+
+    text = format_runs_side_by_side([("a", table(2.0, 1.0, 3.0, "reproduced")),
+                                     ("b", table(-1.0, -3.0, 1.0, "inconclusive"))])
+    assert text.splitlines() == [
+        "| Direction | task | a | b |", "|---|---|---|---|",
+        "| No NSP > LTR & No NSP (robust) | span QA | +2.0 [+1.0, +3.0] reproduced | "
+        "-1.0 [-3.0, +1.0] inconclusive |"]

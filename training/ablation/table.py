@@ -367,3 +367,25 @@ def format_markdown(table5, table1):
                              f"{task_labels[name]} | {_difference(found)} | "
                              f"{found['verdict']} |")
     return "\n".join(lines) + "\n"
+
+
+def format_runs_side_by_side(runs):
+    """Markdown: each direction's difference and verdict in every run of
+    `runs` (`[(heading, table JSON)]`, the same table from runs with other
+    `--seed`s), one row per direction and task."""
+    labels = {s.name: s.label for s in SYSTEMS}
+    task_labels = {t.name: t.label for t in TASKS}
+    found = [{(d["better"], d["worse"], name): here for d in table["directions"]
+              for name, here in d["here"].items()} for _, table in runs]
+    robust = {(d["better"], d["worse"]) for _, table in runs for d in table["directions"]
+              if d["robust"]}
+    lines = ["| Direction | task | " + " | ".join(heading for heading, _ in runs) + " |",
+             "|---|---|" + "---|" * len(runs)]
+    for key in found[0]:
+        better, worse, task = key
+        mark = " (robust)" if (better, worse) in robust else ""
+        cells = [f"{_difference(f[key])} {f[key]['verdict']}" if key in f else "not run"
+                 for f in found]
+        lines.append(f"| {labels[better]} > {labels[worse]}{mark} | {task_labels[task]} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
