@@ -377,13 +377,13 @@ def format_runs_side_by_side(runs):
     task_labels = {t.name: t.label for t in TASKS}
     found = [{(d["better"], d["worse"], name): here for d in table["directions"]
               for name, here in d["here"].items()} for _, table in runs]
-    robust = {(d["better"], d["worse"]) for _, table in runs for d in table["directions"]
-              if d["robust"]}
+    robust = {(d["better"], d["worse"], name) for _, table in runs
+              for d in table["directions"] if d["robust"] for name in d["here"]}
     lines = ["| Direction | task | " + " | ".join(heading for heading, _ in runs) + " |",
              "|---|---|" + "---|" * len(runs)]
     for key in found[0]:
         better, worse, task = key
-        mark = " (robust)" if (better, worse) in robust else ""
+        mark = " (robust)" if key in robust else ""
         cells = [f"{_difference(f[key])} {f[key]['verdict']}" if key in f else "not run"
                  for f in found]
         lines.append(f"| {labels[better]} > {labels[worse]}{mark} | {task_labels[task]} | "
