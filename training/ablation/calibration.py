@@ -37,7 +37,7 @@ CANDIDATES = {  # name: (training.finetune task, max_seq_length)
 
 
 def _one(job):
-    from training.ablation.runs import _free_models
+    from training.ablation.cells import _free_models
     from training.finetune import FinetuneConfig
     from training.finetune import run
 
