@@ -94,7 +94,7 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
             tell(f"  pretraining {name} FAILED: {summary['error']}")
         elif "wall_seconds" in summary:
             tell(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
-                f"{pretraining_scores(summary)}")
+                 f"{pretraining_scores(summary)}")
         if name == "bert":  # the LTR and No NSP read its records; then the rest
             for later in AFTER_BERT:
                 if later in needed:
@@ -138,7 +138,7 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
         best = max(sorted(cell["selection"], key=float), key=lambda r: cell["selection"][r])
         cell["learning_rate"] = float(best)
         tell(f"  {system}/{task}: learning rate {best} (validation "
-            + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
+             + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
         submit_seeds(system, task, float(best))
 
     def seeded(key, result):
