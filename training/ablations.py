@@ -82,16 +82,17 @@ No pretraining) run once. Every run is skipped when its `summary.json`
 exists, so the same command after a crash goes on where it stopped, and a
 finished run only redraws the tables. Pretraining and fine-tuning runs go
 to `--workers` worker processes (TensorFlow starts once per worker, not
-once per run), longest first. Outputs: `table5.json`/`.png`, `table1.json`/`.png` (settings and
-the code's commit in each), and the tables beside the paper's, printed, in
-`tables.txt` and as Markdown in `tables.md`.
+once per run), longest first. Outputs: `table5.json`/`.png`,
+`table1.json`/`.png` (settings and the code's commit in each), and the
+tables beside the paper's, printed, in `tables.txt` and as Markdown in
+`tables.md`.
 
 A system whose pretraining or fine-tuning fails keeps its place in the
 tables with the error message; the command then exits with status 1.
 
 This module is the command: corpus, tasks, runs, tables. The settings and
 their checks are `training.ablation.settings`; the runs and their schedule
-`training.ablation.runs`.
+`training.ablation.runs`; one fine-tuning run `training.ablation.cells`.
 """
 
 import dataclasses
