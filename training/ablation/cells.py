@@ -63,8 +63,8 @@ def _load_cell(config, system_name, task_name, split, rate, k):
     folder = _cell_folder(cfg, system, task, split, rate, k)
     if not os.path.exists(os.path.join(folder, "summary.json")):
         return {"error": "not run"}
-    return _score(task, folder, json.load(open(os.path.join(folder, "summary.json"),
-                                               encoding="utf-8")), k)
+    with open(os.path.join(folder, "summary.json"), encoding="utf-8") as f:
+        return _score(task, folder, json.load(f), k)
 
 
 def _cell_folder(cfg, system, task, split, rate, k):
