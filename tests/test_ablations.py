@@ -375,6 +375,52 @@ def test_committed_results_recompute_to_their_verdicts():
                                          ("--seed=1", second)]) in page
 
 
+def test_across_runs_intervals_over_pretraining_runs(tmp_path):
+    """`training.ablation.across_runs` on the committed default and --seed=1
+    runs: each cell and direction is the t interval over the two runs' means
+    (t(0.975, 1) = 12.706205), each run's own verdict tallied; runs whose
+    settings differ in more than the seed are refused; the command writes
+    docs/results/across_runs/ as committed."""
+    from training.ablation.across_runs import combine
+    from training.ablation.across_runs import format_markdown
+    from training.ablation.across_runs import read_runs
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = os.path.join(root, "docs", "results")
+    runs = read_runs([results, os.path.join(results, "seed1")], "table5")
+    combined = combine(runs)
+    (_, a), (_, b) = runs
+    bert_a = a["systems"]["bert"]["tasks"]["span_qa"]["interval"]["mean"]
+    bert_b = b["systems"]["bert"]["tasks"]["span_qa"]["interval"]["mean"]
+    cell = combined["systems"]["bert"]["tasks"]["span_qa"]
+    assert cell["runs"] == [bert_a, bert_b]
+    half = 12.706205 * abs(bert_a - bert_b) / 2
+    assert cell["interval"]["low"] == pytest.approx((bert_a + bert_b) / 2 - half, abs=1e-4)
+    pair = next(d for d in combined["directions"] if (d["better"], d["worse"]) == (
+        "bert", "random"))["here"]["answer_sentence"]
+    d_a, d_b = (next(d for d in t["directions"] if (d["better"], d["worse"]) == (
+        "bert", "random"))["here"]["answer_sentence"]["difference"]["mean"] for t in (a, b))
+    assert pair["runs"] == [d_a, d_b] and pair["run_verdicts"] == ["reproduced"] * 2
+    assert pair["difference"]["mean"] == pytest.approx((d_a + d_b) / 2)
+    assert pair["verdict"] == ("reproduced" if (d_a + d_b) / 2 > 12.706205 * abs(d_a - d_b) / 2
+                               else "inconclusive")
+    assert combined["systems"]["random"]["tasks"]["topic"]["runs"][0] is not None
+    # Only the seed may differ.
+    other = tmp_path / "other"
+    other.mkdir()
+    changed = dict(b, settings={**b["settings"], "seed": 99, "num_train": 100})
+    (other / "table5.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match="setting num_train=100"):
+        read_runs([results, str(other)], "table5")
+    (other / "table5.json").write_text(json.dumps(a))
+    with pytest.raises(ValueError, match="both seed 12345"):
+        read_runs([results, str(other)], "table5")
+    committed = open(os.path.join(results, "across_runs", "tables.md"), encoding="utf-8").read()
+    assert format_markdown("table5", combined) in committed
+    assert format_markdown("table5", combined) in open(os.path.join(results, "README.md"),
+                                                       encoding="utf-8").read()
+
+
 @pytest.mark.slow(seconds=240)
 def test_quick_tables_end_to_end(tmp_path):
     """`python -m training.ablations --quick`: every system pretrained and
