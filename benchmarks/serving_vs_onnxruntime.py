@@ -7,15 +7,18 @@ weights on every side), served
 
 - ours: `keras_bert_impl.serving.export_saved_model`, loaded with
   `tf.saved_model.load`, called through `serving_default` (ids in) and
-  `serving_text` (raw strings, tokenized in the graph); `ours_xla`: the
-  same export with `jit_compile=True` (the model one XLA computation);
+  `serving_text` (raw strings, tokenized in the graph), exported with
+  `row_branches` = the cores and served as docs/serving.md says (1 intra-op
+  thread, the cores as inter-op threads); `ours_one_graph`: the export
+  without row branches (`row_branches=1`) on TensorFlow's default threads
+  (the cores as intra-op threads), as every export was before them;
 - ONNX Runtime: `transformers.BertForSequenceClassification` exported with
   `torch.onnx.export` (dynamic batch and length), run by an
   `InferenceSession` with every graph optimization (ORT_ENABLE_ALL); its
   text path pays the `tokenizers` fast tokenizer, as its users do;
 - PyTorch: the same `transformers` model in `torch.inference_mode()`.
 
-Every side gets the machine's cores as intra-op threads. Rounds alternate
+The peers get the machine's cores as intra-op threads. Rounds alternate
 between the sides (a shared machine's drift hits all alike); per sequence
 length: batch-1 latency p50 and p99 over `--latency_calls` requests per
 round, pooled over rounds, and batch-`--batch_size` throughput. The table
@@ -44,7 +47,7 @@ from absl import app
 from absl import flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIDES = ("ours", "ours_xla", "onnxruntime", "pytorch")
+SIDES = ("ours", "ours_one_graph", "onnxruntime", "pytorch")
 SEED = 20181011
 TEXT = ("the quick brown fox jumps over the lazy dog while the committee debates whether "
         "bidirectional transformers pretrained on unlabeled text can be fine tuned with one "
@@ -120,23 +123,27 @@ def _prepare(args, folder):
 
 
 class _Ours:
-    def __init__(self, folder, lengths, jit_compile=False):
+    def __init__(self, folder, lengths, branches):
         import tensorflow as tf
 
         from keras_bert_impl.checkpoints import load_backbone
         from keras_bert_impl.models.bert_classifier import BertClassifier
         from keras_bert_impl.serving import export_saved_model
 
-        tf.config.threading.set_intra_op_parallelism_threads(_threads())
+        if branches > 1:  # the serving guide's threads for row branches
+            tf.config.threading.set_intra_op_parallelism_threads(1)
+            tf.config.threading.set_inter_op_parallelism_threads(_threads())
+        else:
+            tf.config.threading.set_intra_op_parallelism_threads(_threads())
         head = np.load(os.path.join(folder, "head.npz"))
         model = BertClassifier(load_backbone(folder), 2)
         model.output_dense.set_weights([head["kernel"], head["bias"]])
         self.tf = tf
         self.signatures = {}
         for length in lengths:  # serving_text packs to the export's max_seq_length
-            path = os.path.join(folder, f"saved_model_{length}{'_xla' * jit_compile}")
+            path = os.path.join(folder, f"saved_model_{length}_{branches}")
             export_saved_model(model, path, os.path.join(folder, "vocab.txt"),
-                               max_seq_length=length, jit_compile=jit_compile)
+                               max_seq_length=length, row_branches=branches)
             self.signatures[length] = tf.saved_model.load(path).signatures
 
     def ids(self, ids):
@@ -215,7 +222,7 @@ class _Transformers:
 
 def _worker(args):
     lengths = [int(x) for x in args.seq_lengths.split(",")]
-    side = (_Ours(args.folder, lengths, jit_compile=args.worker == "ours_xla")
+    side = (_Ours(args.folder, lengths, 1 if args.worker == "ours_one_graph" else _threads())
             if args.worker.startswith("ours") else _Transformers(args.folder, onnx=args.worker == "onnxruntime"))
     with open(os.path.join(args.folder, "config.json"), encoding="utf-8") as f:
         vocab_size = json.load(f)["vocab_size"]
@@ -290,12 +297,12 @@ def main(argv):
             for proc in procs.values():
                 proc.stdin.close()
                 proc.wait()
-    print(f"\n{args.model}, {_threads()} threads per side, batch 1 latency over "
+    print(f"\n{args.model}, {_threads()} cores, batch 1 latency over "
           f"{args.rounds} x {args.latency_calls} requests, batch {args.batch_size} throughput "
           f"(median of {args.throughput_calls} calls, best round)")
     print(f"{'signature':9s} {'len':>4s}  " + "  ".join(
         f"{s + ' p50/p99 ms':>21s} {'seq/s':>6s}" for s in SIDES)
-        + "   ours/ORT p50  p99  seq/s   xla/ORT p50  p99  seq/s")
+        + "   ours/ORT p50  p99  seq/s   one_graph/ORT p50  p99  seq/s")
     for length in lengths:
         for kind in ("ids", "text"):
             cells, figures = [], {}
@@ -307,7 +314,7 @@ def main(argv):
                 cells.append(f"{p50:10.2f} / {p99:8.2f} {best:6.1f}")
             ort = figures["onnxruntime"]
             ratios = "".join(f"   {o[0] / ort[0]:12.2f} {o[1] / ort[1]:4.2f} {o[2] / ort[2]:5.2f}"
-                             for o in (figures["ours"], figures["ours_xla"]))
+                             for o in (figures["ours"], figures["ours_one_graph"]))
             print(f"{kind:9s} {length:4d}  " + "  ".join(cells) + ratios)
     for (side, kind, length), logits in sorted(parity.items()):
         if side != "ours":

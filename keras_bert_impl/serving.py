@@ -44,6 +44,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.layers.row_branches import traced_in_row_branches
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
@@ -165,7 +166,7 @@ def _ids_spec(rank=2):
 
 
 def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128,
-                       labels=None, jit_compile=False):
+                       labels=None, jit_compile=False, row_branches=2):
     """Writes a SavedModel of `model` with the signatures above.
 
     Args:
@@ -184,6 +185,12 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
             request shape (batch size, and length for ids) compiles once,
             about 1 s, and TF Serving runs such a model only with
             `--xla_cpu_compilation_enabled=true` (docs/serving.md).
+        row_branches: int. Every Transformer block computes its positions in
+            this many slices, independent graph branches that TensorFlow
+            runs side by side on its inter-op threads
+            (`keras_bert_impl.layers.row_branches`); the numbers are the
+            same. Serve with 1 intra-op thread and as many inter-op threads
+            as cores (docs/serving.md). 1: one graph, as the Keras model.
     """
     tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
     module = _Serving(model, tokenizer, max_seq_length, jit_compile)
@@ -217,7 +224,8 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
 
         signatures["serving_text"] = serving_text
         signatures["serving_text_pair"] = serving_text_pair
-    return save_module_atomic(module, export_dir, signatures)
+    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
+        return save_module_atomic(module, export_dir, signatures)
 
 
 def saved_object(module):

@@ -110,6 +110,44 @@ def test_transformer_encoder_query_positions_equal_rows_of_full_output():
     assert (np.abs(grad[1, 5:]).sum(-1) == 0).all()  # padded keys get no gradient
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_row_branches_compute_the_blocks_numbers(causal):
+    """`traced_in_row_branches(k)`: an inference call traced in it computes
+    the block on k slices of the positions (k attention matmul pairs in the
+    graph), with the whole block's numbers: padding masked, causal rows by
+    their own positions, more branches than positions; training calls and
+    calls outside the block are the plain graph."""
+    import tensorflow as tf
+
+    from keras_bert_impl.layers.row_branches import current_row_branches
+    from keras_bert_impl.layers.row_branches import traced_in_row_branches
+
+    block = TransformerEncoder(12, 3, 37, "gelu", causal=causal)
+    x = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")
+    mask = np.ones((3, 7), "int32")
+    mask[1, 4:] = 0
+    want = np.asarray(block(x, mask))
+
+    def matmuls(function, *args):
+        graph = function.get_concrete_function(*args).graph
+        return sum(op.type == "BatchMatMulV2" for op in graph.get_operations())
+
+    for count in (1, 2, 3, 9):
+        with traced_in_row_branches(count):
+            assert current_row_branches() == count
+            infer = tf.function(lambda a, m: block(a, m, training=False))
+            np.testing.assert_allclose(infer(x, mask), want, atol=1e-6)
+            np.testing.assert_allclose(infer(x[:, :1], mask[:, :1]), block(x[:, :1], mask[:, :1]),
+                                       atol=1e-6)
+            assert matmuls(infer, x, mask) == 2 * count
+            train = tf.function(lambda a, m: block(a, m, training=True))
+            assert matmuls(train, x, mask) == 2
+    assert current_row_branches() == 1
+    with pytest.raises(ValueError, match="count must be an int >= 1; received 0"):
+        with traced_in_row_branches(0):
+            pass
+
+
 def test_pooler_uses_first_token():
     layer = BertPooler(12)
     x = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")

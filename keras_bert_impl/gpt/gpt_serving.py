@@ -42,6 +42,7 @@ from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
+from keras_bert_impl.layers.row_branches import traced_in_row_branches
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
@@ -156,7 +157,7 @@ def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):
 
 
 def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
-                           max_seq_length=128, labels=None):
+                           max_seq_length=128, labels=None, row_branches=2):
     """Writes a SavedModel of a GPT model with the signatures above.
 
     Args:
@@ -173,6 +174,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             `--max_seq_length`), at most `n_positions`.
         labels: list of str or None. A `GptClassifier`'s label per class:
             adds `probabilities` and `label` (strings) to `logits`.
+        row_branches: int. Each block in this many slices of positions side
+            by side, as `keras_bert_impl.serving.export_saved_model`'s.
 
     Returns:
         The names of the signatures written.
@@ -218,5 +221,6 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             return module.classifier_text_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
-    save_module_atomic(module, export_dir, signatures)
+    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
+        save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)

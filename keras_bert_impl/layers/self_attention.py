@@ -17,15 +17,17 @@ def attention_bias_from_mask(input_mask):
     return ((1.0 - mask) * -10000.0)[:, None, None, :]
 
 
-def causal_attention_bias(length):
-    """`(1, 1, S, S)` float32 additive bias: 0 where key <= query, else -10000.
+def causal_attention_bias(length, key_length=None, query_offset=0):
+    """`(1, 1, S, T)` float32 additive bias: 0 where key <= query, else -10000.
 
     Left-to-right attention (GPT; BERT's "LTR & No NSP" ablation): position
     t sees positions <= t only. Every row keeps its own diagonal, so no row
-    is fully masked.
+    is fully masked. Query row i is position `query_offset + i` of the
+    `key_length` (default `length`) keys: a slice of the rows
+    (`TransformerEncoder`'s row branches).
     """
-    rows = keras.ops.arange(length)[:, None]
-    columns = keras.ops.arange(length)[None, :]
+    rows = keras.ops.arange(length)[:, None] + query_offset
+    columns = keras.ops.arange(length if key_length is None else key_length)[None, :]
     future = keras.ops.cast(columns > rows, "float32")  # (S, S)
     return (future * -10000.0)[None, None]
 
@@ -109,11 +111,17 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, inputs, input_mask, query_inputs=None, training=None):
         if query_inputs is None:
-            query, key, value = self._project_all(inputs)
+            query, key, value = self.project(inputs)
         elif self.causal:
             raise ValueError("`query_inputs` cannot be combined with `causal=True`.")
         else:
             query, key, value = self._project_some(query_inputs, inputs)
+        return self.attend(query, key, value, input_mask, training=training)
+
+    def attend(self, query, key, value, input_mask, query_offset=0, training=None):
+        """`(B, S, H)`: queries `(B, N, S, D)` over keys and values `(B, N, T, D)`
+        (padding keys masked), through the output projection. Query row i is
+        position `query_offset + i` for the causal mask."""
         batch, seq = keras.ops.shape(query)[0], keras.ops.shape(query)[2]
         n, d = self.num_attention_heads, self.head_size
         # Scaling the queries (B*S*H values) is cheaper than the scores (B*N*S*S).
@@ -124,7 +132,7 @@ class SelfAttention(keras.layers.Layer):
         # Softmax in float32 under mixed precision.
         scores = keras.ops.cast(scores, "float32") + attention_bias_from_mask(input_mask)
         if self.causal:
-            scores = scores + causal_attention_bias(seq)
+            scores = scores + causal_attention_bias(seq, keras.ops.shape(key)[2], query_offset)
         probs = keras.ops.softmax(scores, axis=-1)
         probs = keras.ops.cast(probs, self.compute_dtype)
         probs = self.dropout(probs, training=training)
@@ -133,7 +141,7 @@ class SelfAttention(keras.layers.Layer):
         context = keras.ops.reshape(context, (-1, n * d))  # (B*S, H)
         return keras.ops.reshape(self.output_dense(context), (batch, seq, n * d))  # (B, S, H)
 
-    def _project_all(self, inputs):
+    def project(self, inputs):
         """Queries, keys and values `(B, N, S, D)` of every position."""
         batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
         # Dense layers on 2-D (B*S, H): grappler then fuses MatMul + BiasAdd

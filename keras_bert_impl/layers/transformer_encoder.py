@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
+from keras_bert_impl.layers.row_branches import current_row_branches
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.self_attention import SelfAttention
 
@@ -112,12 +113,19 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, input_mask, query_positions=None, training=None):
+        branches = current_row_branches()
+        if branches > 1 and not training and query_positions is None:
+            return self._call_in_row_branches(inputs, input_mask, branches)
         queries = None
         if query_positions is not None:
             queries = select_positions(inputs, query_positions)  # (B, Q, H)
         x = self.attention(inputs, input_mask, query_inputs=queries, training=training)
         x = self.attention_dropout(x, training=training)
         x = self.attention_layer_norm((inputs if queries is None else queries) + x)
+        return self._feed_forward(x, training)
+
+    def _feed_forward(self, x, training=None):
+        """The second sublayer on the first's output `x` `(B, S, H)`."""
         x = keras.ops.cast(x, self.compute_dtype)
         # 2-D (B*S, .) Dense layers: lets grappler fuse MatMul + BiasAdd + GELU.
         h = self.intermediate_dense(keras.ops.reshape(x, (-1, self.hidden_size)))  # (B*S, I)
@@ -126,6 +134,22 @@ class TransformerEncoder(keras.layers.Layer):
         h = self.output_dropout(h, training=training)
         h = self.output_layer_norm(x + h)
         return keras.ops.cast(h, self.compute_dtype)
+
+    def _call_in_row_branches(self, inputs, input_mask, count):
+        """`call` in inference on `count` slices of the positions, one graph
+        branch each, joined only by attention's keys and values
+        (`keras_bert_impl.layers.row_branches`)."""
+        length = keras.ops.shape(inputs)[1]
+        bounds = [length * b // count for b in range(count + 1)]
+        rows = [inputs[:, bounds[b]:bounds[b + 1]] for b in range(count)]  # (B, S_b, H)
+        projected = [self.attention.project(x) for x in rows]  # (B, N, S_b, D) each
+        key = keras.ops.concatenate([k for _, k, _ in projected], axis=2)  # (B, N, S, D)
+        value = keras.ops.concatenate([v for _, _, v in projected], axis=2)
+        outputs = []
+        for start, x, (query, _, _) in zip(bounds, rows, projected):
+            a = self.attention.attend(query, key, value, input_mask, query_offset=start)
+            outputs.append(self._feed_forward(self.attention_layer_norm(x + a)))
+        return keras.ops.concatenate(outputs, axis=1)  # (B, S, H)
 
     def compute_output_shape(self, inputs_shape, input_mask_shape=None,
                              query_positions_shape=None):
