@@ -209,12 +209,13 @@ def test_minilm_fine_tuned_beats_bag_of_words(tmp_path):
     float32 elsewhere, where bfloat16 matmuls are emulated (this test took
     264 s in CI on such a CPU; in float32 219 s wall, 160 s of CPU, while
     an experiment shared the 2 cores). Float32: dev accuracy 0.758 against
-    0.540 for bag-of-words."""
+    0.540 for bag-of-words with 3,000 training rows; with the 2,000 it now
+    uses (a third less training time) 0.737 against 0.577."""
     from training.ablation.word_order_task import bag_of_words_accuracy
     from training.ablation.word_order_task import write_word_order_task
     from training.run.distribution import cpu_bfloat16
 
-    task = write_word_order_task(str(tmp_path / "word_order"), num_train=3000, num_dev=600)
+    task = write_word_order_task(str(tmp_path / "word_order"), num_train=2000, num_dev=600)
     bigram = bag_of_words_accuracy(task, (1, 2))
     summary = run(FinetuneConfig(task="glue/cola", data_dir=str(tmp_path / "word_order"),
                                  output_dir=str(tmp_path / "out"), max_seq_length=64,
