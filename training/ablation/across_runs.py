@@ -174,10 +174,15 @@ def format_markdown(name, combined):
 
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("runs", None, "Folders of runs of the same comparison with other --seed "
-                  "values, each with table5.json and/or table1.json.")
-flags.DEFINE_string("output_dir", None, "Where table5.json, table1.json (those every run "
-                    "has at least two of) and tables.md go.")
+
+
+def define_flags():
+    """This command's flags, defined when it runs (not at import: the other
+    commands define their own `--output_dir`)."""
+    flags.DEFINE_list("runs", None, "Folders of runs of the same comparison with other --seed "
+                      "values, each with table5.json and/or table1.json.")
+    flags.DEFINE_string("output_dir", None, "Where table5.json, table1.json (those at least "
+                        "two runs have) and tables.md go.")
 
 
 def main(argv):
@@ -212,4 +217,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
