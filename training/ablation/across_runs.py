@@ -125,20 +125,15 @@ def combine(runs):
             "paper": runs[0][1]["paper"], "systems": systems, "directions": directions}
 
 
-def _interval(stats):
+def _interval(stats, sign="+"):
+    """"mean [low, high]" to one decimal, signed (a difference) or not ("": a cell)."""
     if not stats:
         return "-"
+    form = f"{sign}.1f"
     if stats["low"] is None:
-        return f"{stats['mean']:+.1f}"
-    return f"{stats['mean']:+.1f} [{stats['low']:+.1f}, {stats['high']:+.1f}]"
-
-
-def _cell(stats):
-    if not stats:
-        return "-"
-    if stats["low"] is None:
-        return f"{stats['mean']:.1f}"
-    return f"{stats['mean']:.1f} [{stats['low']:.1f}, {stats['high']:.1f}]"
+        return format(stats["mean"], form)
+    return (f"{format(stats['mean'], form)} [{format(stats['low'], form)}, "
+            f"{format(stats['high'], form)}]")
 
 
 def _tally(verdicts):
@@ -159,7 +154,7 @@ def format_markdown(name, combined):
         cells = []
         for task in TASKS:
             entry = row["tasks"][task.name]
-            cells.append("n/a" if "na" in entry else _cell(entry["interval"]))
+            cells.append("n/a" if "na" in entry else _interval(entry["interval"], sign=""))
         lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
     lines += ["", f"| Direction | task | each run | across the {k} runs | verdict | "
               "runs' own verdicts |", "|---|---|---|---|---|---|"]
