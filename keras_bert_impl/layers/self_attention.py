@@ -28,7 +28,7 @@ def causal_attention_bias(length, key_length=None, query_offset=0):
     """
     rows = keras.ops.arange(length)[:, None] + query_offset
     columns = keras.ops.arange(length if key_length is None else key_length)[None, :]
-    future = keras.ops.cast(columns > rows, "float32")  # (S, S)
+    future = keras.ops.cast(columns > rows, "float32")  # (S, T)
     return (future * -10000.0)[None, None]
 
 
