@@ -416,6 +416,19 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     (other / "table5.json").write_text(json.dumps(a))
     with pytest.raises(ValueError, match="both seed 12345"):
         read_runs([results, str(other)], "table5")
+    # The command's folder is swapped in whole; a folder holding anything it
+    # did not write (a run's own table5.json) is refused and left as it was.
+    from training.ablation.across_runs import write_combined
+
+    written = tmp_path / "across"
+    write_combined(str(written), {"table5": combined})
+    write_combined(str(written), {"table5": combined})
+    assert sorted(os.listdir(written)) == ["table5.json", "tables.md"]
+    assert sorted(os.listdir(tmp_path)) == ["across", "other"]
+    with pytest.raises(ValueError, match=f"--output_dir={other} holds table5.json, which "
+                                         "across_runs did not write"):
+        write_combined(str(other), {"table5": combined})
+    assert json.load(open(other / "table5.json")) == a
     # The committed combination is the one its runs give, and the page shows it.
     committed = open(os.path.join(results, "across_runs", "tables.md"), encoding="utf-8").read()
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()

@@ -35,11 +35,14 @@ than those intervals (BERT's span QA 18.1 [17.2, 19.0] -> 28.2 [22.5,
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 from absl import app
 from absl import flags
 
+from keras_bert_impl.file_modes import as_if_created
 from training.ablation.stats import cell_interval
 from training.ablation.stats import verdict
 from training.ablation.table import SYSTEMS
@@ -168,6 +171,55 @@ def format_markdown(name, combined):
     return "\n".join(lines) + "\n"
 
 
+OUTPUTS = ("table5.json", "table1.json", "tables.md")
+
+
+def check_replaceable(output_dir):
+    """ValueError unless `output_dir` is absent or holds this command's
+    outputs only (a run's own `table5.json` has no "runs"): the folder is
+    replaced whole."""
+    if not os.path.lexists(output_dir):
+        return
+    if not os.path.isdir(output_dir):
+        raise ValueError(f"--output_dir={output_dir} is not a folder.")
+    for entry in sorted(os.listdir(output_dir)):
+        ours = entry in OUTPUTS
+        if ours and entry.endswith(".json"):
+            try:
+                with open(os.path.join(output_dir, entry), encoding="utf-8") as f:
+                    ours = "runs" in json.load(f)
+            except (OSError, ValueError):
+                ours = False
+        if not ours:
+            raise ValueError(f"--output_dir={output_dir} holds {entry}, which across_runs did "
+                             "not write; refusing to replace the folder.")
+
+
+def write_combined(output_dir, combined):
+    """Writes `combined` (`{table name: combine(...)}`) as `<name>.json` and
+    `tables.md` into a fresh folder beside `output_dir`, then swaps it in
+    (`check_replaceable` first); returns the Markdown."""
+    check_replaceable(output_dir)
+    text = "\n".join(format_markdown(name, table) for name, table in combined.items())
+    output_dir = os.path.abspath(output_dir)
+    parent, base = os.path.split(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+    for name, table in combined.items():
+        write_json(os.path.join(tmp, f"{name}.json"), table)
+    with open(os.path.join(tmp, "tables.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    as_if_created(tmp)
+    if os.path.exists(output_dir):
+        old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
+        os.replace(output_dir, os.path.join(old, base))
+        os.replace(tmp, output_dir)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, output_dir)
+    return text
+
+
 FLAGS = flags.FLAGS
 
 
@@ -187,6 +239,10 @@ def main(argv):
     for folder in FLAGS.runs:
         if not os.path.isdir(folder):
             raise app.UsageError(f"--runs: {folder} is not a folder.")
+    try:
+        check_replaceable(FLAGS.output_dir)
+    except ValueError as e:
+        raise app.UsageError(str(e)) from None
     combined = {}
     for name in TABLES:
         try:
@@ -199,14 +255,7 @@ def main(argv):
         combined[name] = combine(runs)
     if not combined:
         sys.exit(1)
-    text = "\n".join(format_markdown(name, table) for name, table in combined.items())
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    for name, table in combined.items():
-        write_json(os.path.join(FLAGS.output_dir, f"{name}.json"), table)
-    path = os.path.join(FLAGS.output_dir, "tables.md")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
+    text = write_combined(FLAGS.output_dir, combined)
     print(text)
     print(f"-> {FLAGS.output_dir}: " + ", ".join(f"{n}.json" for n in combined) + ", tables.md")
 
