@@ -589,23 +589,22 @@ def _check_multi_worker_matches(straight, tmp_path, losses_one, weights_one):
     assert (shared / "export" / "saved_model" / "saved_model.pb").exists()
 
 
-@pytest.mark.slow(seconds=180)
+@pytest.mark.slow(seconds=120)
 def test_main_job_pretrains_past_the_unigram_model(tmp_path):
-    """`python -m training.pretrain --model=xlnet` exactly: default corpus ->
-    SentencePiece -> XLNet records -> 1000 steps of xlnet_tiny -> held-out
-    permutation-LM report -> export, in a fresh folder. Measured on 2 cores
-    (sentencepiece 0.2.1, as pinned): held-out perplexity 83.7 vs 412.3 for
-    the unigram model (85.3 with the memory zeroed at every batch), accuracy
-    0.259 vs 0.049; 118-154 s (more when the cores are shared). In
-    mixed_bfloat16, the default on a CPU with bfloat16 instructions (one
-    core, 2026-11-28): perplexity 82.0, accuracy 0.266, 1,000 steps in 72 s
-    against float32's 84.7, 0.257 and 99 s."""
-    result = run_python(["-m", "training.pretrain", "--model=xlnet"], tmp_path, ENV,
-                        timeout=1500)
+    """`python -m training.pretrain --model=xlnet` with 500 of its 1000 steps
+    (the learning rate decays to 0 at step 500): default corpus ->
+    SentencePiece -> XLNet records -> xlnet_tiny -> held-out permutation-LM
+    report -> export, in a fresh folder. Half the steps keep wide margins.
+    Measured in float32 on 2 cores (sentencepiece 0.2.1, as pinned,
+    2026-11-29): held-out perplexity 147.5 vs 412.3 for the unigram model,
+    accuracy 0.192 vs 0.049 (400 steps: 191.5 and 0.166; all 1000: 83.7 and
+    0.259)."""
+    result = run_python(["-m", "training.pretrain", "--model=xlnet", "--num_train_steps=500"],
+                        tmp_path, ENV, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
     summary = _summary(tmp_path / "pretrain_output")
-    assert summary["batches_trained"] == 1000
+    assert summary["batches_trained"] == 500
     # bfloat16 where the CPU has the instructions for it.
     from training.run.distribution import auto_mixed_precision
 
