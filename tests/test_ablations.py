@@ -714,3 +714,46 @@ def test_runs_side_by_side_give_each_direction_in_each_run():
         "-1.0 [-3.0, +1.0] inconclusive |",
         "| No NSP > LTR & No NSP | topic | +2.0 [+1.0, +3.0] reproduced | "
         "-1.0 [-3.0, +1.0] inconclusive |"]
+
+
+def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells():
+    """`training.ablation.span_qa_diagnosis`: each variant's encoder is the
+    one its docstring names (a BiLSTM over the bidirectional encoder; the
+    encoder frozen, without dropout, computing what it computed); a causal
+    encoder is refused. The committed diagnosis reads the table's own
+    validation cells from the --seed=7 run's JSON, and its table is the
+    JSON's, in docs/results/README.md too."""
+    from keras_bert_impl import preset
+    from training.ablation.span_qa_diagnosis import VARIANTS
+    from training.ablation.span_qa_diagnosis import render
+    from training.ablation.span_qa_diagnosis import wrap_backbone
+
+    encoder = BertBackbone.from_bert_config(preset("tiny"))
+    inputs = make_inputs(batch=2, seq=12)
+    bilstm = wrap_backbone("bert_bilstm", encoder)
+    assert isinstance(bilstm, BertBiLstmBackbone) and bilstm.backbone is encoder
+    assert not bilstm.causal and bilstm.trainable_weights
+    frozen = wrap_backbone("bert_frozen_linear", encoder)
+    assert frozen.trainable_weights == [] and frozen is not encoder
+    assert frozen.bert_config.hidden_dropout_prob == 0.0
+    assert frozen.bert_config.attention_probs_dropout_prob == 0.0
+    np.testing.assert_allclose(frozen(inputs, training=True)["sequence_output"],
+                               encoder(inputs, training=False)["sequence_output"], atol=1e-6)
+    with pytest.raises(ValueError, match="bidirectional"):
+        wrap_backbone("bert_bilstm", BertBackbone.from_bert_config(preset("tiny"), causal=True))
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = os.path.join(root, "docs", "results")
+    folder = os.path.join(results, "span_qa_diagnosis")
+    diagnosis = json.load(open(os.path.join(folder, "diagnosis.json")))
+    assert diagnosis["seed"] == 7 and set(diagnosis["variants"]) == set(VARIANTS)
+    tables = [json.load(open(os.path.join(results, "seed7", f"{name}.json")))
+              for name in ("table5", "table1")]
+    for name, scores in diagnosis["table"].items():
+        selection = next(t["systems"][name]["tasks"]["span_qa"]["selection"] for t in tables
+                         if name in t["systems"])
+        assert scores == pytest.approx(selection), name
+    assert "bert_features" in diagnosis["table"]
+    table = render(diagnosis)
+    assert open(os.path.join(folder, "diagnosis.md")).read() == table
+    assert table in open(os.path.join(results, "README.md")).read()
