@@ -111,6 +111,7 @@ from training.ablation.settings import _FREE_SETTINGS
 from training.ablation.settings import HELP
 from training.ablation.settings import QUICK
 from training.ablation.settings import QUICK_DOCUMENTS
+from training.ablation.settings import QUICK_HELDOUT_DOCUMENTS
 from training.ablation.settings import AblationsConfig
 from training.ablation.settings import _check_settings
 from training.ablation.settings import check_flags
@@ -247,7 +248,8 @@ def run(cfg):
 
 
 def _write_corpus(cfg):
-    """`{"train": path, "heldout": path}` of the default corpus (quick: its first documents)."""
+    """`{"train": path, "heldout": path}` of the default corpus (quick: the first
+    documents of each side)."""
     from training.ablation.tasks import HELDOUT_PERCENT
     from training.pretraining.default_corpus import write_default_corpus
 
@@ -258,12 +260,13 @@ def _write_corpus(cfg):
     say("Default corpus ...")
     paths, counts = write_default_corpus(folder, heldout_percent=HELDOUT_PERCENT)
     if cfg.quick:
-        with open(paths["train"], encoding="utf-8") as f:
-            documents = f.read().split("\n\n")[:QUICK_DOCUMENTS]
-        with open(paths["train"] + ".tmp", "w", encoding="utf-8") as f:
-            f.write("\n\n".join(documents) + "\n")
-        os.replace(paths["train"] + ".tmp", paths["train"])
-        counts["train"] = len(documents)
+        for side, count in (("train", QUICK_DOCUMENTS), ("heldout", QUICK_HELDOUT_DOCUMENTS)):
+            with open(paths[side], encoding="utf-8") as f:
+                documents = f.read().split("\n\n")[:count]
+            with open(paths[side] + ".tmp", "w", encoding="utf-8") as f:
+                f.write("\n\n".join(documents) + "\n")
+            os.replace(paths[side] + ".tmp", paths[side])
+            counts[side] = len(documents)
     say(f"  {counts['train']} training and {counts['heldout']} held-out documents -> {folder}")
     return paths
 
