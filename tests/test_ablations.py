@@ -327,10 +327,10 @@ def test_intervals_paired_differences_and_verdicts():
 
 
 def test_committed_results_recompute_to_their_verdicts():
-    """docs/results/ (the default run) and docs/results/seed1/ (the same
-    with --seed=1): every cell's interval and every direction's paired
-    difference and verdict recomputed from the seeds' scores in the JSON,
-    and the tables in docs/results/README.md are the JSON's."""
+    """docs/results/ (the default run), seed1/ and seed7/ (the same with
+    --seed=1 and --seed=7): every cell's interval and every direction's
+    paired difference and verdict recomputed from the seeds' scores in the
+    JSON, and the tables in docs/results/README.md are the JSON's."""
     from training.ablation.stats import cell_interval
     from training.ablation.stats import paired_difference
     from training.ablation.stats import verdict
@@ -374,6 +374,9 @@ def test_committed_results_recompute_to_their_verdicts():
     for default, second in zip(tables(""), tables("seed1")):
         assert format_runs_side_by_side([("--seed=12345 (default)", default),
                                          ("--seed=1", second)]) in page
+    for default, second, third in zip(tables(""), tables("seed1"), tables("seed7")):
+        assert format_runs_side_by_side([("--seed=12345 (default)", default),
+                                         ("--seed=1", second), ("--seed=7", third)]) in page
 
 
 def test_across_runs_intervals_over_pretraining_runs(tmp_path):
