@@ -719,15 +719,17 @@ def test_runs_side_by_side_give_each_direction_in_each_run():
         "-1.0 [-3.0, +1.0] inconclusive |"]
 
 
-def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells():
+def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path):
     """`training.ablation.span_qa_diagnosis`: each variant's encoder is the
     one its docstring names (a BiLSTM over the bidirectional encoder; the
     encoder frozen, without dropout, computing what it computed); a causal
-    encoder is refused. The committed diagnosis reads the table's own
+    encoder is refused, and so is an output folder holding files it did not
+    write. The committed diagnosis reads the table's own
     validation cells from the --seed=7 run's JSON, and its table is the
     JSON's, in docs/results/README.md too."""
     from keras_bert_impl import preset
     from training.ablation.span_qa_diagnosis import VARIANTS
+    from training.ablation.span_qa_diagnosis import check_output_dir
     from training.ablation.span_qa_diagnosis import render
     from training.ablation.span_qa_diagnosis import wrap_backbone
 
@@ -744,6 +746,13 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells():
                                encoder(inputs, training=False)["sequence_output"], atol=1e-6)
     with pytest.raises(ValueError, match="bidirectional"):
         wrap_backbone("bert_bilstm", BertBackbone.from_bert_config(preset("tiny"), causal=True))
+    # Its output folder is replaced whole: one holding anything else is refused.
+    check_output_dir(str(tmp_path / "new"))
+    (tmp_path / "diagnosis.md").write_text("")
+    check_output_dir(str(tmp_path))
+    (tmp_path / "table5.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds 'table5.json', which this command did not"):
+        check_output_dir(str(tmp_path))
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")

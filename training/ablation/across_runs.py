@@ -209,7 +209,16 @@ def write_combined(output_dir, combined):
         write_json(os.path.join(tmp, f"{name}.json"), table)
     with open(os.path.join(tmp, "tables.md"), "w", encoding="utf-8") as f:
         f.write(text)
+    swap_in(tmp, output_dir)
+    return text
+
+
+def swap_in(tmp, output_dir):
+    """Puts the finished folder `tmp` (made beside `output_dir`) in place of
+    `output_dir` by renames, so a reader sees the old folder or the new one,
+    whole, never a mix."""
     as_if_created(tmp)
+    parent, base = os.path.split(os.path.abspath(output_dir))
     if os.path.exists(output_dir):
         old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
         os.replace(output_dir, os.path.join(old, base))
@@ -217,7 +226,6 @@ def write_combined(output_dir, combined):
         shutil.rmtree(old)
     else:
         os.replace(tmp, output_dir)
-    return text
 
 
 FLAGS = flags.FLAGS

@@ -49,7 +49,6 @@ fine-tuning runs go under `<run>/diagnosis/` and are not rerun when done.
 import dataclasses
 import json
 import os
-import shutil
 import tempfile
 import time
 
@@ -117,6 +116,18 @@ def table_rows(cfg, rates):
     return rows
 
 
+def check_output_dir(out):
+    """ValueError unless `out` is absent or holds this command's files only
+    (it is replaced whole)."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise ValueError(f"--output_dir={out} is not a folder.")
+    if os.path.isdir(out):
+        foreign = sorted(set(os.listdir(out)) - set(OUTPUT_FILES))
+        if foreign:
+            raise ValueError(f"--output_dir={out} holds {foreign[0]!r}, which this command "
+                             "did not write; give an empty or new folder.")
+
+
 def render(result):
     rates = result["learning_rates"]
     lines = ["| Encoder and head | " + " | ".join(f"lr {r}" for r in rates) + " | best |",
@@ -134,6 +145,7 @@ def main(argv):
     del argv
     from absl import flags
 
+    from training.ablation.across_runs import swap_in
     from training.ablation.settings import AblationsConfig
     from training.ablation.settings import learning_rates
     from training.ablations import commit
@@ -146,11 +158,10 @@ def main(argv):
     cfg = dataclasses.replace(cfg, output_dir=run_dir)
     rates = learning_rates(cfg)
     out = os.path.abspath(flags.FLAGS.output_dir)
-    if os.path.isdir(out):
-        foreign = sorted(set(os.listdir(out)) - set(OUTPUT_FILES))
-        if foreign:
-            raise SystemExit(f"--output_dir={out} holds {foreign[0]!r}, which this command "
-                             "did not write; give an empty or new folder.")
+    try:
+        check_output_dir(out)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     start = time.time()
     variants = {}
     for variant in VARIANTS:
@@ -164,16 +175,14 @@ def main(argv):
               "learning_rates": [f"{r:g}" for r in rates], "split": "select", "finetune_seed": 0,
               "table": table_rows(cfg, rates), "variants": variants,
               "wall_seconds": round(time.time() - start)}
-    parent = os.path.dirname(out)
+    parent, base = os.path.split(out)
     os.makedirs(parent, exist_ok=True)
-    fresh = tempfile.mkdtemp(dir=parent, prefix=".diagnosis-")
+    fresh = tempfile.mkdtemp(dir=parent, prefix=f".{base}.tmp-")
     with open(os.path.join(fresh, "diagnosis.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     with open(os.path.join(fresh, "diagnosis.md"), "w", encoding="utf-8") as f:
         f.write(render(result))
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.rename(fresh, out)
+    swap_in(fresh, out)
     print(render(result))
 
 
