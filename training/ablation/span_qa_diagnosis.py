@@ -93,6 +93,8 @@ def run_variant(cfg, variant, rate, folder):
     if not os.path.exists(summary_path):
         task = next(t for t in TASKS if t.name == "span_qa")
         ft = _finetune_config(cfg, variant_system(variant), task, "select", rate, 0, folder)
+        # The variants are diagnostics, not options `training.finetune` offers:
+        # they wrap the backbone it builds for the table's system, for this run.
         build = finetune.build_backbone
         finetune.build_backbone = lambda c, v: wrap_backbone(variant, build(c, v))
         try:
@@ -151,7 +153,11 @@ def main(argv):
     from training.ablations import commit
 
     run_dir = os.path.abspath(flags.FLAGS.run)
-    with open(os.path.join(run_dir, "settings.json"), encoding="utf-8") as f:
+    settings_path = os.path.join(run_dir, "settings.json")
+    if not os.path.isfile(settings_path):
+        raise SystemExit(f"--run={flags.FLAGS.run}: no {settings_path}; give the folder of a "
+                         "finished `training.ablations` run.")
+    with open(settings_path, encoding="utf-8") as f:
         settings = json.load(f)
     fields = {f.name for f in dataclasses.fields(AblationsConfig)}
     cfg = AblationsConfig(**{k: v for k, v in settings.items() if k in fields})
