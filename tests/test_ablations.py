@@ -723,8 +723,8 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
     """`training.ablation.span_qa_diagnosis`: each variant's encoder is the
     one its docstring names (a BiLSTM over the bidirectional encoder; the
     encoder frozen, without dropout, computing what it computed); a causal
-    encoder is refused, and so is an output folder holding files it did not
-    write. Each committed diagnosis reads the table's own validation cells
+    encoder is refused, and so are a --run without a run's settings and an
+    output folder holding files it did not write. Each committed diagnosis reads the table's own validation cells
     from its run's JSON, and its table is the JSON's, in
     docs/results/README.md too."""
     from keras_bert_impl import preset
@@ -746,6 +746,15 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
                                encoder(inputs, training=False)["sequence_output"], atol=1e-6)
     with pytest.raises(ValueError, match="bidirectional"):
         wrap_backbone("bert_bilstm", BertBackbone.from_bert_config(preset("tiny"), causal=True))
+    # A --run without a run's settings is refused by name; one with them is read.
+    from training.ablation.span_qa_diagnosis import read_run
+
+    with pytest.raises(ValueError, match=f"--run={tmp_path}: no {tmp_path}/settings.json"):
+        read_run(str(tmp_path))
+    (tmp_path / "settings.json").write_text(json.dumps({"seed": 7, "num_train": 100}))
+    cfg = read_run(str(tmp_path))
+    assert (cfg.seed, cfg.num_train, cfg.output_dir) == (7, 100, str(tmp_path))
+    os.remove(tmp_path / "settings.json")
     # Its output folder is replaced whole: one holding anything else is refused.
     check_output_dir(str(tmp_path / "new"))
     (tmp_path / "diagnosis.md").write_text("")

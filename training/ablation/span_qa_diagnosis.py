@@ -147,27 +147,46 @@ def main(argv):
     del argv
     from absl import flags
 
-    from training.ablation.across_runs import swap_in
-    from training.ablation.settings import AblationsConfig
-    from training.ablation.settings import learning_rates
-    from training.ablations import commit
+    from training.run.checkpointing import OutputLock
 
-    run_dir = os.path.abspath(flags.FLAGS.run)
+    out = os.path.abspath(flags.FLAGS.output_dir)
+    try:
+        cfg = read_run(flags.FLAGS.run)
+        check_output_dir(out)
+        lock = OutputLock(cfg.output_dir)  # the run's own lock: no ablations run beside this
+    except (ValueError, RuntimeError) as e:
+        raise SystemExit(str(e)) from None
+    try:
+        write_diagnosis(cfg, out)
+    finally:
+        lock.release()
+
+
+def read_run(run):
+    """The `AblationsConfig` of the finished run in folder `run`, its
+    `output_dir` that folder; ValueError naming the path when it has none."""
+    from training.ablation.settings import AblationsConfig
+
+    run_dir = os.path.abspath(run)
     settings_path = os.path.join(run_dir, "settings.json")
     if not os.path.isfile(settings_path):
-        raise SystemExit(f"--run={flags.FLAGS.run}: no {settings_path}; give the folder of a "
-                         "finished `training.ablations` run.")
+        raise ValueError(f"--run={run}: no {settings_path}; give the folder of a finished "
+                         "`training.ablations` run.")
     with open(settings_path, encoding="utf-8") as f:
         settings = json.load(f)
     fields = {f.name for f in dataclasses.fields(AblationsConfig)}
     cfg = AblationsConfig(**{k: v for k, v in settings.items() if k in fields})
-    cfg = dataclasses.replace(cfg, output_dir=run_dir)
+    return dataclasses.replace(cfg, output_dir=run_dir)
+
+
+def write_diagnosis(cfg, out):
+    """Every variant's runs (unless done), then `out` swapped in whole."""
+    from training.ablation.across_runs import swap_in
+    from training.ablation.settings import learning_rates
+    from training.ablations import commit
+
+    run_dir = cfg.output_dir
     rates = learning_rates(cfg)
-    out = os.path.abspath(flags.FLAGS.output_dir)
-    try:
-        check_output_dir(out)
-    except ValueError as e:
-        raise SystemExit(str(e)) from None
     start = time.time()
     variants = {}
     for variant in VARIANTS:
@@ -177,7 +196,7 @@ def main(argv):
             f1 = run_variant(cfg, variant, rate, folder)
             variants.setdefault(variant, {})[f"{rate:g}"] = f1
             print(f"  {variant:20s} lr {rate:<6g}: {f1:.2f}", flush=True)
-    result = {"run": flags.FLAGS.run, "seed": cfg.seed, "commit": commit(),
+    result = {"run": run_dir, "seed": cfg.seed, "commit": commit(),
               "learning_rates": [f"{r:g}" for r in rates], "split": "select", "finetune_seed": 0,
               "table": table_rows(cfg, rates), "variants": variants,
               "wall_seconds": round(time.time() - start)}
