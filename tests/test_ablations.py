@@ -509,8 +509,9 @@ def test_quick_tables_end_to_end(tmp_path):
 
 def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, monkeypatch):
     """Without workers and with the runs replaced by a score table: each cell
-    tries every rate on validation (seed 0), takes the best (a tie: the
-    smaller), then runs its seeds at that rate on dev; a failed pretraining
+    tries every rate on validation (seed 0), and the next rate out while the
+    best is at an end of those tried (at most two past each end), takes the
+    best (a tie: the smaller), then runs its seeds at that rate on dev; a failed pretraining
     leaves its systems' cells with its error, and No NSP and LTR say BERT's
     records are missing."""
     from training.ablation import runs
@@ -518,10 +519,17 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
     from training.ablation.settings import chosen_systems
 
     calls = []
+    # Validation scores by task and rate: topic rises past the grid's top
+    # (extended twice, then stopped), answer_sentence peaks inside it (a
+    # tie: the smaller), span_qa peaks one step below its bottom.
+    validation = {
+        "topic": {1e-4: 50.0, 3e-4: 55.0, 1e-3: 60.0, 3e-3: 61.0, 1e-2: 62.0},
+        "answer_sentence": {1e-4: 50.0, 3e-4: 60.0, 1e-3: 60.0},
+        "span_qa": {1e-5: 52.0, 3e-5: 58.0, 1e-4: 57.0, 3e-4: 55.0, 1e-3: 40.0}}
 
     def fake_cell(config, system, task, split, rate, k):
         calls.append((system, task, split, rate, k))
-        score = {1e-4: 50.0, 3e-4: 60.0, 1e-3: 60.0}[rate] if split == "select" else 70.0 + k
+        score = validation[task][rate] if split == "select" else 70.0 + k
         return {"seed": k, "score": score}
 
     def fake_pretraining(config, name, corpus):
@@ -536,12 +544,13 @@ def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, mo
                            "no_nsp": {"error": "BERT's pretraining data was not written (see "
                                                "pretrain/bert/log.txt)."},
                            "gpt": {"error": "no corpus for gpt"}}
+    chosen = {"topic": 1e-2, "answer_sentence": 3e-4, "span_qa": 3e-5}
     for task in ("topic", "answer_sentence", "span_qa"):
         cell = cells["random", task]
-        assert cell["selection"] == {"0.0001": 50.0, "0.0003": 60.0, "0.001": 60.0}
-        assert cell["learning_rate"] == 3e-4
+        assert cell["selection"] == {f"{r:g}": v for r, v in validation[task].items()}
+        assert cell["learning_rate"] == chosen[task]
         assert sorted(s["score"] for s in cell["seeds"]) == [70.0, 71.0, 72.0]
-        assert ("random", task, "dev", 3e-4, 2) in calls
+        assert ("random", task, "dev", chosen[task], 2) in calls
         assert cells["bert", task]["errors"] == ["pretraining bert failed: no corpus for bert"]
     assert "na" in cells["gpt", "span_qa"]
     assert not any(c[0] != "random" for c in calls)

@@ -1217,6 +1217,22 @@ def case_ablations_resumed_with_other_settings(a, out):
     return _ablations(out, seeds=2)
 
 
+def _ablation_settings_before_extend_grid(a, out):
+    """A folder made before `--extend_grid` existed: its grid was not extended."""
+    _default_ablation_settings(a, out)
+    path = os.path.join(out, "settings.json")
+    with open(path, encoding="utf-8") as f:
+        settings = json.load(f)
+    del settings["extend_grid"]
+    write_text(path, json.dumps(settings))
+
+
+@case(1, lambda a, out: ["other settings", "--extend_grid: 0 there, 2 now"], "unchanged",
+      prepare=_ablation_settings_before_extend_grid)
+def case_ablations_resumed_from_before_extend_grid(a, out):
+    return _ablations(out)
+
+
 # --- tokenizers ---------------------------------------------------------------------------------
 
 @case(TypeError, lambda a, out: ["texts[1]", "int", "3"])

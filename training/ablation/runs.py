@@ -22,6 +22,7 @@ from training.ablation.cells import _run_cell
 from training.ablation.settings import ELMO_BATCH
 from training.ablation.settings import ELMO_WINDOW
 from training.ablation.settings import AblationsConfig
+from training.ablation.settings import beyond_grid
 from training.ablation.settings import elmo_steps
 from training.ablation.settings import learning_rates
 from training.ablation.table import PRETRAINED
@@ -60,6 +61,7 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
     needed = [name for name in PRETRAINED if any(
         s.checkpoint == name or (name == "bert" and not s.checkpoint) for s in systems)]
     pretraining, cells, running, started = {}, {}, {}, set()
+    tried = {}  # (system, task): the rates whose selection run was submitted
     for system in systems:
         for task in TASKS:
             cells[system.name, task.name] = (
@@ -116,6 +118,7 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
                 cell["learning_rate"] = rates[0]
                 submit_seeds(system.name, task.name, rates[0])
                 continue
+            tried[system.name, task.name] = list(rates)
             for rate in rates:
                 submit("select", (system.name, task.name, rate), _run_cell, config,
                        system.name, task.name, "select", rate, 0)
@@ -132,10 +135,20 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
             cell["errors"].append(result["error"])
         else:
             cell["selection"][f"{rate:g}"] = result["score"]
-        if len(cell["selection"]) + len(cell["errors"]) < len(rates) or not cell["selection"]:
+        rates_tried = tried[system, task]
+        if len(cell["selection"]) + len(cell["errors"]) < len(rates_tried) or not cell["selection"]:
             return
         # The best validation score; a tie goes to the smaller rate.
         best = max(sorted(cell["selection"], key=float), key=lambda r: cell["selection"][r])
+        more = beyond_grid(rates, rates_tried, float(best), cfg.extend_grid)
+        if more is not None and not cell["errors"]:
+            # The best is at an end of what was tried: try the next rate out.
+            rates_tried.append(more)
+            tell(f"  {system}/{task}: best rate so far {best}, at the end of those tried; "
+                 f"trying {more:g}")
+            submit("select", (system, task, more), _run_cell, config, system, task, "select",
+                   more, 0)
+            return
         cell["learning_rate"] = float(best)
         tell(f"  {system}/{task}: learning rate {best} (validation "
              + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")

@@ -7,6 +7,7 @@ folder's `settings.json` among them.
 
 import dataclasses
 import json
+import math
 import os
 
 from tf_records.input_files import check_output_folder
@@ -35,6 +36,7 @@ class AblationsConfig:
     num_dev: int = 400
     seeds: int = 5
     learning_rates: str = "1e-4,3e-4,1e-3"
+    extend_grid: int = 2
     batch_size: int = 32
     seed: int = 12345
     workers: int = 2
@@ -68,6 +70,10 @@ HELP = {
     "seeds": "Fine-tuning seeds per system and task, scored on dev.",
     "learning_rates": "The fine-tuning learning-rate grid, comma-separated; each system's "
                       "rate per task is the one with the best validation score.",
+    "extend_grid": "Rates tried beyond the grid's ends: while a cell's best validation rate is "
+                   "the highest (lowest) tried, the next rate of the 1-3 sequence above (below) "
+                   "it is tried too, at most this many times each way. 0: the grid as typed; a "
+                   "grid of one rate is never extended.",
     "batch_size": "Fine-tuning batch size.",
     "seed": "Pretraining seed; fine-tuning seed k is seed + 1 + k.",
     "workers": "Worker processes for the pretraining and fine-tuning runs. 1: every run "
@@ -107,6 +113,30 @@ def learning_rates(cfg):
     return rates
 
 
+def beyond_grid(rates, tried, best, limit):
+    """The next rate to try for a cell whose best validation rate so far is
+    `best`, or None: when `best` is the highest (lowest) of `tried`, the
+    next rate of the 1-3 sequence (..., 1e-4, 3e-4, 1e-3, ...) above
+    (below) it, as long as fewer than `limit` rates were added beyond
+    that end of the grid `rates`. A grid of one rate is never extended."""
+    if len(rates) < 2:
+        return None
+    if best >= max(tried):
+        added, up = sum(r > max(rates) for r in tried), True
+    elif best <= min(tried):
+        added, up = sum(r < min(rates) for r in tried), False
+    else:
+        return None
+    if added >= limit:
+        return None
+    exponent = math.floor(math.log10(best))
+    sequence = [m * 10.0 ** e for e in range(exponent - 2, exponent + 3) for m in (1, 3)]
+    sequence = [float(f"{r:.0e}") for r in sequence]
+    if up:
+        return min(r for r in sequence if r > best * 1.5)
+    return max(r for r in sequence if r < best / 1.5)
+
+
 GROUPS = {"table5": TABLE5_SYSTEMS, "table1": TABLE1_SYSTEMS,
           "all": tuple(s.name for s in SYSTEMS)}
 
@@ -130,7 +160,7 @@ def check_flags(cfg):
     check_at_least(cfg, {
         "pretrain_steps": 1, "pretrain_batch_size": 1, "pretrain_seq_length": 2,
         "pretrain_warmup_steps": 0, "vocab_size": 1, "num_train": 1, "num_validation": 1,
-        "num_dev": 1, "seeds": 1, "batch_size": 1, "workers": 1})
+        "num_dev": 1, "seeds": 1, "batch_size": 1, "workers": 1, "extend_grid": 0})
     if cfg.pretrain_seq_length < 16:
         raise SystemExit(f"--pretrain_seq_length={cfg.pretrain_seq_length}: BERT's segment "
                          "pairs need at least 16 tokens.")
@@ -149,6 +179,8 @@ def check_flags(cfg):
 GPT_POSITIONS = 128  # gpt_tiny's n_positions: the longest window GPT's pretraining takes
 # Neither changes a result: a folder resumes with other values.
 _FREE_SETTINGS = ("output_dir", "workers", "scaling", "systems")
+# Settings added after folders were made: what a folder without one ran with.
+_BEFORE_THE_SETTING = {"extend_grid": 0}
 
 
 def _check_settings(cfg):
@@ -160,6 +192,7 @@ def _check_settings(cfg):
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
+        saved = {**_BEFORE_THE_SETTING, **saved}
         changed = {k: (saved.get(k), v) for k, v in mine.items() if saved.get(k) != v}
         if changed:
             shown = ", ".join(f"--{k}: {a!r} there, {b!r} now" for k, (a, b) in changed.items())
