@@ -1,5 +1,9 @@
 """Times XLNet's train steps, each model in its own process.
 
+Over 400 lines: one benchmark, about 35 of them this docstring; its two parts
+share the sizes, the FLOP counts and the process machinery (`serve`,
+`_ModelProcess`, `time_pair`).
+
 (a) The content-stream fine-tuning step: ours (`XLNetBackbone`, one
 stream, no memory) against keras-hub's `XLNetBackbone` (which wires the
 content stream only), the same classifier on the last position (XLNet's

@@ -2,8 +2,13 @@
 they name exists and their examples run, so a renamed file, module or flag
 breaks the build, not the reader.
 
+Over 400 lines: one checker of the pages against the code, about 45 of them
+this docstring; its checks read each page once (`page`, cached), and the
+command checks share the module-scoped `defined_flags` (every documented
+command's flags, read in one subprocess).
+
 Pages: README.md and docs/*.md (not docs/results/, which
-`tests/test_ablations.py` checks against its JSON). On each page:
+`tests/test_ablation_results.py` checks against its JSON). On each page:
 
 - links: every relative markdown link names a file or folder of the
   checkout, and an `#anchor` one of the target page's headings;

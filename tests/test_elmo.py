@@ -1,6 +1,12 @@
 """ELMo (bilm-tf): golden outputs of bilm-tf's own test model, parameter
 counts, character ids, LSTMP and highway equivalences, direction causality,
-ScalarMix, checkpoint round trips and Keras serialization."""
+ScalarMix, checkpoint round trips and Keras serialization.
+
+Over 400 lines: the ELMo model's own tests, from bilm-tf's golden outputs
+through its layers and ScalarMix to its checkpoint files, one family's model in
+one file as `test_xlnet.py` is; the sections share `odd_config`, `randomize`
+and bilm-tf's fixture files.
+"""
 
 import json
 import os

@@ -1,4 +1,10 @@
-"""ELMo as features: task models on a frozen biLM, their data and the entry point."""
+"""ELMo as features: task models on a frozen biLM, their data and the entry point.
+
+Over 400 lines: ELMo's side of fine-tuning, in one file as each family's is
+(`test_gpt_finetune.py`, `test_xlnet_finetune.py`): the task models on the
+frozen biLM (the `odd_backbone` fixture), bilm-tf's test model as that biLM,
+and the entry point (`training/elmo/finetune.py`).
+"""
 
 import csv
 import json

@@ -1,7 +1,12 @@
 """ELMo pretraining: bilm-tf's data (vocabulary, streamed windows as
 TFRecords), the biLM loss with its shared softmax, LSTM states carried
 across batches, the overfit test of bilm-tf's tests/test_training.py, and
-`training.pretrain --model=elmo` end to end."""
+`training.pretrain --model=elmo` end to end.
+
+Over 400 lines: `--model=elmo`'s side of `training.pretrain`, in one file as
+`--model=xlnet`'s is (`test_xlnet_pretraining.py`): bilm-tf's data, the biLM's
+loss and carried states, the overfit test, and the command end to end.
+"""
 
 import json
 import os

@@ -1,4 +1,10 @@
-"""GPT fine-tuning: input transformations, task models, the L3 loss, the entry point."""
+"""GPT fine-tuning: input transformations, task models, the L3 loss, the entry point.
+
+Over 400 lines: GPT's side of fine-tuning, in one file as each family's is
+(`test_elmo_finetune.py`, `test_xlnet_finetune.py`): the input transformations,
+the task models and the L3 loss (on the `backbone` fixture), and the entry
+point (`training/gpt/finetune.py`).
+"""
 
 import csv
 import json

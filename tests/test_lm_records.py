@@ -1,5 +1,10 @@
 """GPT's pretraining data: contiguous windows written by `gpt.writer`, read by
-`gpt.reader`; and BERT's records read as the "LTR & No NSP" ablation."""
+`gpt.reader`; and BERT's records read as the "LTR & No NSP" ablation.
+
+Over 400 lines: GPT's records from the writer to the reader, and the same
+reader over BERT's records, sharing the module-scoped records (`written`,
+`bert_written`, and `gpt_written` with the real BPE), each written once.
+"""
 
 import gzip
 import os

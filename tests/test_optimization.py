@@ -1,15 +1,64 @@
-"""`training.run.optimization.FusedAdamW` takes Keras' AdamW steps, in fewer kernels."""
+"""`training.run.optimization`: the warmup and linear decay, the original's
+AdamW and LAMB, and `FusedAdamW`, which takes Keras' AdamW steps in fewer
+kernels."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_impl import BertBackbone
+from keras_bert_impl import BertPretrainer
+from keras_bert_impl import preset
 from training.run.optimization import NO_DECAY_NAMES
 from training.run.optimization import FusedAdamW
 from training.run.optimization import OptimizerConfig
 from training.run.optimization import WarmupLinearDecay
 from training.run.optimization import create_optimizer
+
+
+def test_warmup_then_linear_decay():
+    schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=100)
+    values = [float(schedule(step)) for step in (0, 5, 10, 50, 100, 150)]
+    np.testing.assert_allclose(values, [0.0, 5e-4, 9e-4, 5e-4, 0.0, 0.0], atol=1e-9)
+    # With accumulation Keras passes micro-steps: the schedule counts updates.
+    accumulating = WarmupLinearDecay(1e-3, 10, 100, accumulation_steps=4)
+    assert float(accumulating(21)) == pytest.approx(float(schedule(5)))
+    rebuilt = WarmupLinearDecay.from_config(schedule.get_config())
+    assert float(rebuilt(7)) == float(schedule(7))
+    with pytest.raises(ValueError, match="warmup_steps"):
+        WarmupLinearDecay(1e-3, 200, 100)
+
+
+def test_adamw_as_the_original():
+    """Decay 0.01 on kernels and embeddings, none on LayerNorm or biases;
+    epsilon 1e-6; global-norm clip 1.0."""
+    model = BertPretrainer(BertBackbone.from_bert_config(preset("tiny")))
+    optimizer = create_optimizer(OptimizerConfig(learning_rate=0.1, warmup_steps=0), 10)
+    assert optimizer.epsilon == 1e-6 and optimizer.global_clipnorm == 1.0
+    variables = model.trainable_variables
+    before = [np.asarray(v).copy() for v in variables]
+    # Zero gradients: Adam's step is 0, only the decoupled decay moves weights.
+    optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
+    decayed = []
+    for variable, old in zip(variables, before):
+        new = np.asarray(variable)
+        if np.allclose(new, old * (1 - 0.1 * 0.01), rtol=1e-6) and not np.array_equal(new, old):
+            decayed.append(variable.name)
+        else:
+            np.testing.assert_array_equal(new, old, err_msg=variable.path)
+    names = {v.name for v in variables}
+    assert set(decayed) == names - {"gamma", "beta", "bias", "output_bias"}
+    assert "kernel" in decayed and "embeddings" in decayed
+
+
+def test_lamb_and_accumulation_options():
+    config = OptimizerConfig(optimizer="lamb", gradient_accumulation_steps=4)
+    optimizer = create_optimizer(config, 100)
+    assert isinstance(optimizer, keras.optimizers.Lamb)
+    assert optimizer.gradient_accumulation_steps == 4
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+        create_optimizer(OptimizerConfig(optimizer="sgd"), 10)
 
 
 def _variables(seed):

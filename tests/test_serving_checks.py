@@ -1,5 +1,10 @@
 """Every family's SavedModel checks each request in the graph (`serving_checks`).
 
+Over 400 lines: every family's export checked the same way, on one
+module-scoped export each (`bert`, `gpt`, `xlnet`, `elmo`, and the task exports
+`xlnet_choice`, `elmo_pairs`); the text signatures' tests read `bert` and
+`elmo` together.
+
 One export per family (module-scoped), loaded with `tf.saved_model.load`:
 bad requests fail with an `InvalidArgumentError` naming the input and the
 allowed range or shape; a good request's outputs equal the Keras model's;

@@ -1,3 +1,12 @@
+"""BERT's pretraining records (`tf_records.bert`): the writer's masking, NSP
+and whole-word statistics, its workers and files, and the reader (length
+grouping, shards per input pipeline, dynamic masking) feeding `fit`.
+
+Over 400 lines: the writer's and the reader's tests read the same
+module-scoped `corpus` (400 documents) and `written` records (dupe_factor 3),
+written once for both.
+"""
+
 import os
 import signal
 import subprocess

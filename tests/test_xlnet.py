@@ -1,5 +1,11 @@
 """XLNet: Hugging Face parity, checkpoints, the equivalences of the guide's
-section 4, memory in `fit`, and the house checks."""
+section 4, memory in `fit`, and the house checks.
+
+Over 400 lines: the XLNet model's own tests (checkpoint files, config, the
+equivalences of section 4, the pretrainer's memory), one family's model in one
+file as `test_elmo.py` is, sharing `ODD`, `randomize`, `xlnet_inputs` and
+`outputs_of`; a forked test imports this module by name (`import test_xlnet`).
+"""
 
 import json
 import os

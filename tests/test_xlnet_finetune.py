@@ -1,4 +1,11 @@
-"""XLNet fine-tuning: input layouts, task models against transformers, the entry point."""
+"""XLNet fine-tuning: input layouts, task models against transformers, the entry point.
+
+Over 400 lines: XLNet's side of fine-tuning, in one file as
+`training/xlnet/finetune.py` is (layouts, task models, tasks, the entry point);
+the sections share the module-scoped `tokenizer` (the test spiece.model), and
+the entry point's tests the module-scoped `tiny_keras` (a 1-layer XLNet, saved
+once).
+"""
 
 import csv
 import json

@@ -2,7 +2,13 @@
 through `fit` from XLNet's records, the overfit proof of the comparison
 guide (section 4, check 6), the held-out report, flags refused before
 anything is written, resume, the mirrored strategy, export, and the main
-job itself."""
+job itself.
+
+Over 400 lines: `--model=xlnet`'s side of `training.pretrain`, in one file as
+`training/xlnet/recipe.py` is: the recipe's data and memory, the overfit proof,
+and the command end to end (one run on the module-scoped `text` checks resume,
+export and the strategies).
+"""
 
 import glob
 import json

@@ -1,0 +1,245 @@
+"""The miniature Tables 5 and 1, the statistics and the committed results:
+intervals, paired differences and verdicts on known inputs, every committed
+JSON recomputed to its verdicts and its tables in docs/results/README.md,
+the runs across pretraining seeds and side by side, and the span-QA
+diagnosis's variants and its reading of a run."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import make_inputs
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl.models import BertBiLstmBackbone
+
+
+def test_intervals_paired_differences_and_verdicts():
+    """The statistics on numbers worked by hand: t(0.975, 2) = 4.302653 and
+    t(0.975, 4) = 2.776445."""
+    from training.ablation.stats import cell_interval
+    from training.ablation.stats import paired_difference
+    from training.ablation.stats import verdict
+
+    stats = cell_interval([70.0, 72.0, 74.0])
+    assert stats["mean"] == 72.0 and stats["std"] == 2.0 and stats["n"] == 3
+    half = 4.302653 * 2.0 / 3 ** 0.5
+    assert stats["low"] == pytest.approx(72.0 - half, abs=1e-5)
+    assert stats["high"] == pytest.approx(72.0 + half, abs=1e-5)
+    assert cell_interval([5.0])["low"] is None and cell_interval([]) is None
+    # Paired: the seeds' shared offsets cancel; unpaired seeds are left out.
+    better = {0: 60.0, 1: 70.0, 2: 80.0, 3: 65.0, 4: 75.0, 9: 0.0}
+    worse = {0: 59.0, 1: 68.0, 2: 79.0, 3: 63.0, 4: 74.0}
+    diff = paired_difference(better, worse)
+    assert diff["seeds"] == [0, 1, 2, 3, 4] and diff["mean"] == pytest.approx(1.4)
+    std = (sum((d - 1.4) ** 2 for d in (1, 2, 1, 2, 1)) / 4) ** 0.5
+    assert diff["low"] == pytest.approx(1.4 - 2.776445 * std / 5 ** 0.5, abs=1e-5)
+    assert verdict(diff) == "reproduced"
+    assert verdict(paired_difference(worse, better)) == "contradicted"
+    assert verdict(paired_difference({0: 1.0, 1: 3.0}, {0: 2.0, 1: 2.0})) == "inconclusive"
+    assert verdict(paired_difference({0: 1.0}, {0: 0.0})) == "inconclusive"  # no interval
+    assert verdict(paired_difference({0: 1.0}, {})) == "not measured"
+
+
+def test_committed_results_recompute_to_their_verdicts():
+    """docs/results/ (the default run), seed1/ and seed7/ (the same with
+    --seed=1 and --seed=7): every cell's interval and every direction's
+    paired difference and verdict recomputed from the seeds' scores in the
+    JSON, and the tables in docs/results/README.md are the JSON's."""
+    from training.ablation.stats import cell_interval
+    from training.ablation.stats import paired_difference
+    from training.ablation.stats import verdict
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = os.path.join(root, "docs", "results")
+    # The second run may hold Table 5 alone (Table 1's command not yet run).
+    assert os.path.exists(os.path.join(results, "seed1", "table5.json"))
+    seed_of = {"": 12345, "seed1": 1, "seed7": 7}
+    for folder, path in ((folder, os.path.join(folder, f"{name}.json")) for folder in seed_of
+                         for name in ("table5", "table1")
+                         if os.path.exists(os.path.join(results, folder, f"{name}.json"))):
+        table = json.load(open(os.path.join(results, path)))
+        assert table["settings"]["seed"] == seed_of[folder]
+        assert table["errors"] == []
+        seeds = {}
+        for system, row in table["systems"].items():
+            for task, entry in row["tasks"].items():
+                if "na" in entry:
+                    continue
+                scores = {s["seed"]: s["score"] for s in entry["seeds"]}
+                assert len(scores) == table["settings"]["seeds"] == 5, (system, task)
+                assert entry["interval"] == pytest.approx(cell_interval(list(scores.values())))
+                seeds[system, task] = scores
+        for direction in table["directions"]:
+            for task, found in direction["here"].items():
+                diff = paired_difference(seeds.get((direction["better"], task), {}),
+                                         seeds.get((direction["worse"], task), {}))
+                assert found["difference"] == pytest.approx(diff)
+                assert found["verdict"] == verdict(diff)
+    from training.ablation.table import format_markdown
+    from training.ablation.table import format_runs_side_by_side
+
+    def tables(folder):
+        return [json.load(open(os.path.join(results, folder, f"{name}.json")))
+                for name in ("table5", "table1")
+                if os.path.exists(os.path.join(results, folder, f"{name}.json"))]
+
+    page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
+    assert format_markdown(*tables("")) in page
+    for default, second in zip(tables(""), tables("seed1")):
+        assert format_runs_side_by_side([("--seed=12345 (default)", default),
+                                         ("--seed=1", second)]) in page
+    for default, second, third in zip(tables(""), tables("seed1"), tables("seed7")):
+        assert format_runs_side_by_side([("--seed=12345 (default)", default),
+                                         ("--seed=1", second), ("--seed=7", third)]) in page
+
+
+def test_across_runs_intervals_over_pretraining_runs(tmp_path):
+    """`training.ablation.across_runs` on the committed default and --seed=1
+    runs: each cell and direction is the t interval over the two runs' means
+    (t(0.975, 1) = 12.706205), each run's own verdict tallied; runs whose
+    settings differ in more than the seed are refused; the command writes
+    docs/results/across_runs/ as committed."""
+    from training.ablation.across_runs import combine
+    from training.ablation.across_runs import format_markdown
+    from training.ablation.across_runs import read_runs
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = os.path.join(root, "docs", "results")
+    runs = read_runs([results, os.path.join(results, "seed1")], "table5")
+    combined = combine(runs)
+    (_, a), (_, b) = runs
+    bert_a = a["systems"]["bert"]["tasks"]["span_qa"]["interval"]["mean"]
+    bert_b = b["systems"]["bert"]["tasks"]["span_qa"]["interval"]["mean"]
+    cell = combined["systems"]["bert"]["tasks"]["span_qa"]
+    assert cell["runs"] == [bert_a, bert_b]
+    half = 12.706205 * abs(bert_a - bert_b) / 2
+    assert cell["interval"]["low"] == pytest.approx((bert_a + bert_b) / 2 - half, abs=1e-4)
+    pair = next(d for d in combined["directions"] if (d["better"], d["worse"]) == (
+        "bert", "random"))["here"]["answer_sentence"]
+    d_a, d_b = (next(d for d in t["directions"] if (d["better"], d["worse"]) == (
+        "bert", "random"))["here"]["answer_sentence"]["difference"]["mean"] for t in (a, b))
+    assert pair["runs"] == [d_a, d_b] and pair["run_verdicts"] == ["reproduced"] * 2
+    assert pair["difference"]["mean"] == pytest.approx((d_a + d_b) / 2)
+    assert pair["verdict"] == ("reproduced" if (d_a + d_b) / 2 > 12.706205 * abs(d_a - d_b) / 2
+                               else "inconclusive")
+    assert combined["systems"]["random"]["tasks"]["topic"]["runs"][0] is not None
+    # Only the seed may differ.
+    other = tmp_path / "other"
+    other.mkdir()
+    changed = dict(b, settings={**b["settings"], "seed": 99, "num_train": 100})
+    (other / "table5.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match="setting num_train=100"):
+        read_runs([results, str(other)], "table5")
+    (other / "table5.json").write_text(json.dumps(a))
+    with pytest.raises(ValueError, match="both seed 12345"):
+        read_runs([results, str(other)], "table5")
+    # The command's folder is swapped in whole; a folder holding anything it
+    # did not write (a run's own table5.json) is refused and left as it was.
+    from training.ablation.across_runs import write_combined
+
+    written = tmp_path / "across"
+    write_combined(str(written), {"table5": combined})
+    write_combined(str(written), {"table5": combined})
+    assert sorted(os.listdir(written)) == ["table5.json", "tables.md"]
+    assert sorted(os.listdir(tmp_path)) == ["across", "other"]
+    with pytest.raises(ValueError, match=f"--output_dir={other} holds table5.json, which "
+                                         "across_runs did not write"):
+        write_combined(str(other), {"table5": combined})
+    assert json.load(open(other / "table5.json")) == a
+    # The committed combination is the one its runs give, and the page shows it.
+    committed = open(os.path.join(results, "across_runs", "tables.md"), encoding="utf-8").read()
+    page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
+    for name in ("table5", "table1"):
+        path = os.path.join(results, "across_runs", f"{name}.json")
+        if not os.path.exists(path):
+            continue
+        folders = [os.path.join(root, r["folder"]) for r in json.load(open(path))["runs"]]
+        assert len(folders) >= 2
+        text = format_markdown(name, combine(read_runs(folders, name)))
+        assert text in committed and text in page
+
+
+def test_runs_side_by_side_give_each_direction_in_each_run():
+    from training.ablation.table import format_runs_side_by_side
+
+    def table(mean, low, high, verdict):
+        found = {"difference": {"mean": mean, "low": low, "high": high}, "verdict": verdict}
+        return {"directions": [
+            {"better": "no_nsp", "worse": "ltr", "robust": True, "here": {"span_qa": found}},
+            {"better": "no_nsp", "worse": "ltr", "robust": False, "here": {"topic": found}}]}
+
+    text = format_runs_side_by_side([("a", table(2.0, 1.0, 3.0, "reproduced")),
+                                     ("b", table(-1.0, -3.0, 1.0, "inconclusive"))])
+    assert text.splitlines() == [
+        "| Direction | task | a | b |", "|---|---|---|---|",
+        "| No NSP > LTR & No NSP (robust) | span QA | +2.0 [+1.0, +3.0] reproduced | "
+        "-1.0 [-3.0, +1.0] inconclusive |",
+        "| No NSP > LTR & No NSP | topic | +2.0 [+1.0, +3.0] reproduced | "
+        "-1.0 [-3.0, +1.0] inconclusive |"]
+
+
+def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path):
+    """`training.ablation.span_qa_diagnosis`: each variant's encoder is the
+    one its docstring names (a BiLSTM over the bidirectional encoder; the
+    encoder frozen, without dropout, computing what it computed); a causal
+    encoder is refused, and so are a --run without a run's settings and an
+    output folder holding files it did not write. Each committed diagnosis reads the table's own validation cells
+    from its run's JSON, and its table is the JSON's, in
+    docs/results/README.md too."""
+    from keras_bert_impl import preset
+    from training.ablation.span_qa_diagnosis import VARIANTS
+    from training.ablation.span_qa_diagnosis import check_output_dir
+    from training.ablation.span_qa_diagnosis import render
+    from training.ablation.span_qa_diagnosis import wrap_backbone
+
+    encoder = BertBackbone.from_bert_config(preset("tiny"))
+    inputs = make_inputs(batch=2, seq=12)
+    bilstm = wrap_backbone("bert_bilstm", encoder)
+    assert isinstance(bilstm, BertBiLstmBackbone) and bilstm.backbone is encoder
+    assert not bilstm.causal and bilstm.trainable_weights
+    frozen = wrap_backbone("bert_frozen_linear", encoder)
+    assert frozen.trainable_weights == [] and frozen is not encoder
+    assert frozen.bert_config.hidden_dropout_prob == 0.0
+    assert frozen.bert_config.attention_probs_dropout_prob == 0.0
+    np.testing.assert_allclose(frozen(inputs, training=True)["sequence_output"],
+                               encoder(inputs, training=False)["sequence_output"], atol=1e-6)
+    with pytest.raises(ValueError, match="bidirectional"):
+        wrap_backbone("bert_bilstm", BertBackbone.from_bert_config(preset("tiny"), causal=True))
+    # A --run without a run's settings is refused by name; one with them is read.
+    from training.ablation.span_qa_diagnosis import read_run
+
+    with pytest.raises(ValueError, match=f"--run={tmp_path}: no {tmp_path}/settings.json"):
+        read_run(str(tmp_path))
+    (tmp_path / "settings.json").write_text(json.dumps({"seed": 7, "num_train": 100}))
+    cfg = read_run(str(tmp_path))
+    assert (cfg.seed, cfg.num_train, cfg.output_dir) == (7, 100, str(tmp_path))
+    os.remove(tmp_path / "settings.json")
+    # Its output folder is replaced whole: one holding anything else is refused.
+    check_output_dir(str(tmp_path / "new"))
+    (tmp_path / "diagnosis.md").write_text("")
+    check_output_dir(str(tmp_path))
+    (tmp_path / "table5.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds 'table5.json', which this command did not"):
+        check_output_dir(str(tmp_path))
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    results = os.path.join(root, "docs", "results")
+    page = open(os.path.join(results, "README.md")).read()
+    committed = sorted(os.listdir(os.path.join(results, "span_qa_diagnosis")))
+    assert "seed7" in committed
+    for seed in committed:  # seed7/ (the pre-registered one), seed1/
+        folder = os.path.join(results, "span_qa_diagnosis", seed)
+        diagnosis = json.load(open(os.path.join(folder, "diagnosis.json")))
+        assert f"seed{diagnosis['seed']}" == seed and set(diagnosis["variants"]) == set(VARIANTS)
+        tables = [json.load(open(os.path.join(results, seed, f"{name}.json")))
+                  for name in ("table5", "table1")]
+        for name, scores in diagnosis["table"].items():
+            selection = next(t["systems"][name]["tasks"]["span_qa"]["selection"]
+                             for t in tables if name in t["systems"])
+            assert scores == pytest.approx(selection), (seed, name)
+        assert "bert_features" in diagnosis["table"]
+        table = render(diagnosis)
+        assert open(os.path.join(folder, "diagnosis.md")).read() == table
+        assert table in page, seed
