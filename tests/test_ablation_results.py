@@ -44,52 +44,58 @@ def test_intervals_paired_differences_and_verdicts():
 
 def test_committed_results_recompute_to_their_verdicts():
     """docs/results/ (the default run), seed1/ and seed7/ (the same with
-    --seed=1 and --seed=7): every cell's interval and every direction's
-    paired difference and verdict recomputed from the seeds' scores in the
-    JSON, and the tables in docs/results/README.md are the JSON's."""
+    --seed=1 and --seed=7), under the extended learning-rate grid, and the
+    same three under the first grid in first_grid/: every cell's interval
+    and every direction's paired difference and verdict recomputed from the
+    seeds' scores in the JSON; every cell's rate is its best on validation;
+    and the tables in docs/results/README.md are the JSON's."""
+    from training.ablation.settings import beyond_grid
     from training.ablation.stats import cell_interval
     from training.ablation.stats import paired_difference
     from training.ablation.stats import verdict
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
-    # The second run may hold Table 5 alone (Table 1's command not yet run).
-    assert os.path.exists(os.path.join(results, "seed1", "table5.json"))
     seed_of = {"": 12345, "seed1": 1, "seed7": 7}
-    for folder, path in ((folder, os.path.join(folder, f"{name}.json")) for folder in seed_of
-                         for name in ("table5", "table1")
-                         if os.path.exists(os.path.join(results, folder, f"{name}.json"))):
-        table = json.load(open(os.path.join(results, path)))
-        assert table["settings"]["seed"] == seed_of[folder]
-        assert table["errors"] == []
-        seeds = {}
-        for system, row in table["systems"].items():
-            for task, entry in row["tasks"].items():
-                if "na" in entry:
-                    continue
-                scores = {s["seed"]: s["score"] for s in entry["seeds"]}
-                assert len(scores) == table["settings"]["seeds"] == 5, (system, task)
-                assert entry["interval"] == pytest.approx(cell_interval(list(scores.values())))
-                seeds[system, task] = scores
-        for direction in table["directions"]:
-            for task, found in direction["here"].items():
-                diff = paired_difference(seeds.get((direction["better"], task), {}),
-                                         seeds.get((direction["worse"], task), {}))
-                assert found["difference"] == pytest.approx(diff)
-                assert found["verdict"] == verdict(diff)
+    for design, extend in (("", 2), ("first_grid", 0)):
+        for folder in seed_of:
+            for name in ("table5", "table1"):
+                table = json.load(open(os.path.join(results, design, folder, f"{name}.json")))
+                settings = table["settings"]
+                assert settings["seed"] == seed_of[folder]
+                assert settings.get("extend_grid", 0) == extend
+                assert table["errors"] == []
+                grid = [float(r) for r in settings["learning_rates"].split(",")]
+                seeds = {}
+                for system, row in table["systems"].items():
+                    for task, entry in row["tasks"].items():
+                        if "na" in entry:
+                            continue
+                        scores = {s["seed"]: s["score"] for s in entry["seeds"]}
+                        assert len(scores) == settings["seeds"] == 5, (system, task)
+                        assert entry["interval"] == pytest.approx(
+                            cell_interval(list(scores.values())))
+                        seeds[system, task] = scores
+                        # The rate is the best tried, and the rule tried no more.
+                        tried = {float(r): v for r, v in entry["selection"].items()}
+                        best = max(sorted(tried), key=tried.get)
+                        assert entry["learning_rate"] == best, (system, task)
+                        assert beyond_grid(grid, list(tried), best, extend) is None
+                for direction in table["directions"]:
+                    for task, found in direction["here"].items():
+                        diff = paired_difference(seeds.get((direction["better"], task), {}),
+                                                 seeds.get((direction["worse"], task), {}))
+                        assert found["difference"] == pytest.approx(diff)
+                        assert found["verdict"] == verdict(diff)
     from training.ablation.table import format_markdown
     from training.ablation.table import format_runs_side_by_side
 
     def tables(folder):
         return [json.load(open(os.path.join(results, folder, f"{name}.json")))
-                for name in ("table5", "table1")
-                if os.path.exists(os.path.join(results, folder, f"{name}.json"))]
+                for name in ("table5", "table1")]
 
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
     assert format_markdown(*tables("")) in page
-    for default, second in zip(tables(""), tables("seed1")):
-        assert format_runs_side_by_side([("--seed=12345 (default)", default),
-                                         ("--seed=1", second)]) in page
     for default, second, third in zip(tables(""), tables("seed1"), tables("seed7")):
         assert format_runs_side_by_side([("--seed=12345 (default)", default),
                                          ("--seed=1", second), ("--seed=7", third)]) in page
@@ -148,20 +154,39 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
                                          "across_runs did not write"):
         write_combined(str(other), {"table5": combined})
     assert json.load(open(other / "table5.json")) == a
-    # The committed combination is the one its runs give, and the page shows it.
-    committed = open(os.path.join(results, "across_runs", "tables.md"), encoding="utf-8").read()
+    # Each design's committed combination is the one its runs give; the page
+    # shows the extended grid's, and the two designs side by side.
+    from training.ablation.across_runs import format_designs_side_by_side
+
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
     for name in ("table5", "table1"):
-        path = os.path.join(results, "across_runs", f"{name}.json")
-        if not os.path.exists(path):
-            continue
-        folders = [os.path.join(root, r["folder"]) for r in json.load(open(path))["runs"]]
-        assert len(folders) >= 2
-        text = format_markdown(name, combine(read_runs(folders, name)))
-        assert text in committed and text in page
+        designs = []
+        for design in ("", "first_grid"):
+            folder = os.path.join(results, design, "across_runs")
+            committed = json.load(open(os.path.join(folder, f"{name}.json")))
+            folders = [os.path.join(root, r["folder"]) for r in committed["runs"]]
+            prefix = os.path.normpath(os.path.join(results, design))
+            assert len(folders) == 3 and all(
+                os.path.normpath(f) == prefix or os.path.dirname(os.path.normpath(f)) == prefix
+                for f in folders), folders
+            combined = combine(read_runs(folders, name))
+            text = format_markdown(name, combined)
+            assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
+            assert text in page or design
+            designs.append((design or "extended", combined))
+        assert format_designs_side_by_side(
+            [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in page
+    # The front door's results table is Table 5's rows across the runs.
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    table5 = format_markdown("table5", combine(read_runs(
+        [os.path.join(results, f) for f in ("", "seed1", "seed7")], "table5")))
+    rows = [line for line in table5.splitlines()[4:] if line.startswith("| ")][:5]
+    assert rows and all(row in readme for row in rows), rows
 
 
 def test_runs_side_by_side_give_each_direction_in_each_run():
+    """Each direction's row shows every run's (or design's) finding for its
+    task, including two directions between the same pair of systems."""
     from training.ablation.table import format_runs_side_by_side
 
     def table(mean, low, high, verdict):
@@ -178,6 +203,13 @@ def test_runs_side_by_side_give_each_direction_in_each_run():
         "-1.0 [-3.0, +1.0] inconclusive |",
         "| No NSP > LTR & No NSP | topic | +2.0 [+1.0, +3.0] reproduced | "
         "-1.0 [-3.0, +1.0] inconclusive |"]
+    # Across runs, designs side by side: the same rows, each direction found
+    # by its pair of systems and its task.
+    from training.ablation.across_runs import format_designs_side_by_side
+
+    designs = format_designs_side_by_side([("a", table(2.0, 1.0, 3.0, "reproduced")),
+                                           ("b", table(-1.0, -3.0, 1.0, "inconclusive"))])
+    assert designs == text
 
 
 def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path):
@@ -233,7 +265,8 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
         folder = os.path.join(results, "span_qa_diagnosis", seed)
         diagnosis = json.load(open(os.path.join(folder, "diagnosis.json")))
         assert f"seed{diagnosis['seed']}" == seed and set(diagnosis["variants"]) == set(VARIANTS)
-        tables = [json.load(open(os.path.join(results, seed, f"{name}.json")))
+        # It ran on the first grid's runs (before the grid was extended).
+        tables = [json.load(open(os.path.join(results, "first_grid", seed, f"{name}.json")))
                   for name in ("table5", "table1")]
         for name, scores in diagnosis["table"].items():
             selection = next(t["systems"][name]["tasks"]["span_qa"]["selection"]

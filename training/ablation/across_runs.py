@@ -171,6 +171,29 @@ def format_markdown(name, combined):
     return "\n".join(lines) + "\n"
 
 
+def format_designs_side_by_side(designs):
+    """Each direction across runs under several designs, as Markdown:
+    `designs` is `[(label, combine(...))]` of the same table, one column
+    each ("mean [low, high] verdict")."""
+    labels = {s.name: s.label for s in SYSTEMS}
+    task_labels = {t.name: t.label for t in TASKS}
+    lines = ["| Direction | task | " + " | ".join(label for label, _ in designs) + " |",
+             "|---|---|" + "---|" * len(designs)]
+    for d in designs[0][1]["directions"]:
+        mark = " (robust)" if d["robust"] else ""
+        for task in d["here"]:
+            shown = []
+            for _, combined in designs:
+                found = next((e["here"][task] for e in combined["directions"]
+                              if (e["better"], e["worse"]) == (d["better"], d["worse"])
+                              and task in e["here"]), None)
+                shown.append(f"{_interval(found['difference'])} {found['verdict']}"
+                             if found else "-")
+            lines.append(f"| {labels[d['better']]} > {labels[d['worse']]}{mark} | "
+                         f"{task_labels[task]} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
 OUTPUTS = ("table5.json", "table1.json", "tables.md")
 
 
