@@ -148,9 +148,11 @@ class _Ours:
 
     def ids(self, ids):
         tf = self.tf
+        # The mask and type ids made in numpy, as the peers' are: TensorFlow's
+        # eager ones_like / zeros_like would add two op dispatches to our side.
         out = self.signatures[ids.shape[1]]["serving_default"](
-            input_word_ids=tf.constant(ids), input_mask=tf.ones_like(ids),
-            input_type_ids=tf.zeros_like(ids))
+            input_word_ids=tf.constant(ids), input_mask=tf.constant(np.ones_like(ids)),
+            input_type_ids=tf.constant(np.zeros_like(ids)))
         return out["logits"].numpy()
 
     def text(self, texts, length):
