@@ -216,3 +216,21 @@ def check(spec, assets, tmp_path, capsys):
     elif spec.folder == "usable":
         fixed = spec.fixed(assets, out)
         assert fixed.status == 0, fixed
+
+
+def table():
+    """One module's table of cases: `(CASES, case, test_bad_input, assets)`,
+    its list of cases, the decorator that adds to it (`registrar`), the
+    parametrized test that runs each (`check`) and its `Assets`, made once
+    per module."""
+    cases = []
+
+    @pytest.fixture(scope="module")
+    def assets(tmp_path_factory):
+        return Assets(tmp_path_factory.mktemp("bad_input_assets"))
+
+    @pytest.mark.parametrize("spec", cases)
+    def test_bad_input(spec, assets, tmp_path, capsys):
+        check(spec, assets, tmp_path, capsys)
+
+    return cases, registrar(cases), test_bad_input, assets

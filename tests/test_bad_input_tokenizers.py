@@ -14,25 +14,12 @@ from bad_input_cases import GPT_MERGES
 from bad_input_cases import GPT_VOCAB
 from bad_input_cases import SPM
 from bad_input_cases import VOCAB
-from bad_input_cases import Assets
-from bad_input_cases import check
 from bad_input_cases import command
 from bad_input_cases import outcome
-from bad_input_cases import registrar
+from bad_input_cases import table
 from bad_input_cases import write_text
 
-CASES = []
-case = registrar(CASES)
-
-
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    return Assets(tmp_path_factory.mktemp("bad_input_assets"))
-
-
-@pytest.mark.parametrize("spec", CASES)
-def test_bad_input(spec, assets, tmp_path, capsys):
-    check(spec, assets, tmp_path, capsys)
+CASES, case, test_bad_input, assets = table()
 
 
 # --- training.learn_vocab ---------------------------------------------------------------------
