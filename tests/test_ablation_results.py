@@ -172,7 +172,8 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
             combined = combine(read_runs(folders, name))
             text = format_markdown(name, combined)
             assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
-            assert text in page or design
+            if not design:  # the page shows the current design's combination
+                assert text in page
             designs.append((design or "extended", combined))
         assert format_designs_side_by_side(
             [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in page
