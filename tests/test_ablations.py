@@ -81,6 +81,23 @@ def test_task_builder_files_and_answers(tmp_path):
     # Written once: the same call reads the manifest back.
     assert write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3,
                                 num_validation=20) == manifest
+    # Span QA on more rows: the same 60 first, then others; validation and
+    # dev rows as they were, no extra paragraph a validation paragraph.
+    more = tmp_path / "more"
+    record = write_ablation_tasks(str(more), num_train=60, num_dev=30, seed=3, num_validation=20,
+                                  names=("span_qa",), span_qa_num_train=90)
+    assert record["tasks"]["span_qa"]["train"] == 90
+
+    def questions(path):
+        return {qa["id"]: (p["context"], qa) for a in squad.load_squad_json(str(path))
+                for p in a["paragraphs"] for qa in p["qas"]}
+
+    before, after = (questions(f / "span_qa" / "train-v1.1.json") for f in (folder, more))
+    assert len(after) == 90 and all(after[k] == before[k] for k in before)
+    for name in ("dev-v1.1.json", "select/dev-v1.1.json"):
+        assert (more / "span_qa" / name).read_bytes() == (folder / "span_qa" / name).read_bytes()
+    validation = {c for c, _ in questions(folder / "span_qa" / "select" / "dev-v1.1.json").values()}
+    assert not {after[k][0] for k in set(after) - set(before)} & validation
 
 
 @pytest.mark.slow(seconds=240)
@@ -272,7 +289,8 @@ def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
                              ({"learning_rates": "0"}, "must be > 0"),
                              ({"systems": "bert,elmo2"}, "'elmo2' not one of"),
                              ({"pretrain_seq_length": 3}, "--pretrain_seq_length=3"),
-                             ({"seeds": 0}, "--seeds=0")):
+                             ({"seeds": 0}, "--seeds=0"),
+                             ({"span_qa_num_train": 100}, "--span_qa_num_train=100")):
         cfg = AblationsConfig(output_dir=str(tmp_path / "out"), **changes)
         with pytest.raises(SystemExit, match=message):
             ablations.run(cfg)

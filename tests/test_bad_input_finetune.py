@@ -258,16 +258,18 @@ def case_ablations_resumed_with_other_settings(a, out):
 
 
 def _ablation_settings_before_extend_grid(a, out):
-    """A folder made before `--extend_grid` existed: its grid was not extended."""
+    """A folder made before `--extend_grid` and `--span_qa_num_train` existed:
+    its grid was not extended, its span QA trained on --num_train rows."""
     _default_ablation_settings(a, out)
     path = os.path.join(out, "settings.json")
     with open(path, encoding="utf-8") as f:
         settings = json.load(f)
-    del settings["extend_grid"]
+    del settings["extend_grid"], settings["span_qa_num_train"]
     write_text(path, json.dumps(settings))
 
 
-@case(1, lambda a, out: ["other settings", "--extend_grid: 0 there, 2 now"], "unchanged",
+@case(1, lambda a, out: ["other settings", "--extend_grid: 0 there, 2 now",
+                         "--span_qa_num_train: 2500 there, 9000 now"], "unchanged",
       prepare=_ablation_settings_before_extend_grid)
 def case_ablations_resumed_from_before_extend_grid(a, out):
     return _ablations(out)

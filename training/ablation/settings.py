@@ -32,6 +32,7 @@ class AblationsConfig:
     pretrain_warmup_steps: int = 600
     vocab_size: int = 4000
     num_train: int = 2500
+    span_qa_num_train: int = 9000
     num_validation: int = 500
     num_dev: int = 400
     seeds: int = 5
@@ -63,7 +64,9 @@ HELP = {
                               "0.2).",
     "pretrain_warmup_steps": "Linear warmup, then linear decay to 0 at the last step.",
     "vocab_size": "Size of the learned vocabularies (WordPiece, BPE, SentencePiece).",
-    "num_train": "Training rows (questions) of each task.",
+    "num_train": "Training rows (questions) of each task but span QA.",
+    "span_qa_num_train": "Span QA's training rows: the first --num_train as the other tasks', "
+                         "then those drawn after its validation rows (at least --num_train).",
     "num_validation": "Validation rows of each task (from training documents): the learning "
                       "rate is chosen on them.",
     "num_dev": "Dev rows (questions) of each task, from documents held out of pretraining.",
@@ -82,7 +85,8 @@ HELP = {
 
 # What --quick changes, where the flag was left at its default.
 QUICK = {"pretrain_steps": 20, "pretrain_batch_size": 8, "pretrain_seq_length": 64,
-         "pretrain_warmup_steps": 2, "vocab_size": 1000, "num_train": 48, "num_validation": 16,
+         "pretrain_warmup_steps": 2, "vocab_size": 1000, "num_train": 48, "span_qa_num_train": 48,
+         "num_validation": 16,
          "num_dev": 24, "seeds": 1, "learning_rates": "1e-3", "systems": "all"}
 QUICK_DOCUMENTS = 150  # training documents of the quick run's corpus
 # Held-out documents of the quick run's corpus: each system's held-out report
@@ -166,6 +170,9 @@ def check_flags(cfg):
                          "pairs need at least 16 tokens.")
     if not cfg.pretrain_learning_rate > 0:
         raise SystemExit(f"--pretrain_learning_rate={cfg.pretrain_learning_rate!r}: must be > 0.")
+    if cfg.span_qa_num_train < cfg.num_train:
+        raise SystemExit(f"--span_qa_num_train={cfg.span_qa_num_train}: at least --num_train "
+                         f"({cfg.num_train}): span QA's rows are the others' and more.")
     learning_rates(cfg)
     chosen_systems(cfg)
     if cfg.pretrain_seq_length > GPT_POSITIONS:
@@ -179,8 +186,10 @@ def check_flags(cfg):
 GPT_POSITIONS = 128  # gpt_tiny's n_positions: the longest window GPT's pretraining takes
 # Neither changes a result: a folder resumes with other values.
 _FREE_SETTINGS = ("output_dir", "workers", "scaling", "systems")
-# Settings added after folders were made: what a folder without one ran with.
-_BEFORE_THE_SETTING = {"extend_grid": 0}
+# Settings added after folders were made: what a folder without one ran with
+# (a callable: from the folder's other settings).
+_BEFORE_THE_SETTING = {"extend_grid": 0,
+                       "span_qa_num_train": lambda saved: saved.get("num_train")}
 
 
 def _check_settings(cfg):
@@ -192,7 +201,8 @@ def _check_settings(cfg):
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
-        saved = {**_BEFORE_THE_SETTING, **saved}
+        saved = {**{k: v(saved) if callable(v) else v for k, v in _BEFORE_THE_SETTING.items()},
+                 **saved}
         changed = {k: (saved.get(k), v) for k, v in mine.items() if saved.get(k) != v}
         if changed:
             shown = ", ".join(f"--{k}: {a!r} there, {b!r} now" for k, (a, b) in changed.items())

@@ -218,6 +218,12 @@ def _difference(found):
     return f"{diff['mean']:+.1f} [{diff['low']:+.1f}, {diff['high']:+.1f}]"
 
 
+def _span_rows(settings):
+    """"(span QA: 9,000) " where span QA trains on more rows than the others, else ""."""
+    rows = settings.get("span_qa_num_train", settings["num_train"])
+    return f"(span QA: {rows:,}) " if rows != settings["num_train"] else ""
+
+
 def format_table(table, title):
     """One table beside the paper's, its baselines and its verdicts, as text."""
     width = 24
@@ -227,8 +233,8 @@ def format_table(table, title):
         "", f"{title}: tiny models (L=2, H=128), {settings['pretrain_steps']} pretraining steps "
         f"of {settings['pretrain_batch_size']} x {settings['pretrain_seq_length']} tokens each; "
         f"{settings['seeds']} fine-tuning seeds per cell at the learning rate chosen on "
-        f"{settings['num_validation']} validation rows; {settings['num_train']} training / "
-        f"{settings['num_dev']} dev rows per task.",
+        f"{settings['num_validation']} validation rows; {settings['num_train']} training "
+        f"{_span_rows(settings)}/ {settings['num_dev']} dev rows per task.",
         f"Scale: {table['scale']}.", "",
         f"{'':20s}" + "".join(f"{TASK.label + ' (~' + TASK.paper_column + ')':>{width}s}"
                               for TASK in TASKS) + "   paper: " + " / ".join(
@@ -338,7 +344,8 @@ def format_markdown(table5, table1):
              f"{settings['pretrain_batch_size']} x {settings['pretrain_seq_length']} tokens "
              f"(ELMo: 1/8 of those tokens), one pretraining seed; {settings['seeds']} "
              f"fine-tuning seeds per cell at the learning rate chosen on validation; "
-             f"{settings['num_train']:,} training / {settings['num_dev']} dev rows per task. "
+             f"{settings['num_train']:,} training {_span_rows(settings)}/ {settings['num_dev']} dev "
+             f"rows per task. "
              f"Mean over seeds [95% interval]; accuracy x 100, span QA official SQuAD F1. "
              f"Code {first['commit'][:7]}{'+changes' if 'changes' in first['commit'] else ''}, "
              f"{first['wall_seconds'] / 60:.0f} minutes on 2 CPU cores."]

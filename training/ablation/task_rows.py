@@ -153,7 +153,8 @@ def _question(words, first, last):
 
 
 def span_qa_articles(documents, count, rng, side="train", prefix="q"):
-    """SQuAD v1.1 `data` with `count` questions (one answer each).
+    """SQuAD v1.1 `data` with `count` questions (one answer each; None: every
+    usable one), numbered in the order they were drawn.
 
     Paragraphs are runs of up to `PARAGRAPH_SENTENCES` sentences; up to
     `QUESTIONS_PER_PARAGRAPH` questions each, from different sentences.
@@ -185,16 +186,17 @@ def span_qa_articles(documents, count, rng, side="train", prefix="q"):
                 candidates.append((d, context, questions[:QUESTIONS_PER_PARAGRAPH]))
     rng.shuffle(candidates)
     articles, total = {}, 0
+    limit = len(candidates) * QUESTIONS_PER_PARAGRAPH if count is None else count
     for d, context, questions in candidates:
-        if total >= count:
+        if total >= limit:
             break
-        questions = questions[:count - total]
+        questions = questions[:limit - total]
         qas = [{"id": f"{prefix}{total + k}", "question": question,
                 "answers": [{"text": text, "answer_start": answer_start}]}
                for k, (question, text, answer_start) in enumerate(questions)]
         total += len(qas)
         articles.setdefault(d, []).append({"context": context, "qas": qas})
-    if total < count:
+    if count is not None and total < count:
         raise ValueError(f"Only {total} usable {side} questions in the default corpus; asked for "
                          f"{count}. Ask for fewer.")
     return [{"title": f"{side}-{d}", "paragraphs": paragraphs}

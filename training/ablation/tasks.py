@@ -192,8 +192,12 @@ def _write_task(folder, name, sides):
 
 
 def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_validation=0,
-                         names=TASK_NAMES):
+                         names=TASK_NAMES, span_qa_num_train=None):
     """Writes the tasks `names` under `folder`; returns the `tasks.json` record.
+
+    `span_qa_num_train` (default `num_train`): span QA's training rows, the
+    same first `num_train` questions and then those after its validation
+    rows, so that its validation and dev rows do not depend on it.
 
     Training and validation rows come from the documents pretraining reads,
     dev rows from those it holds out. Each task draws from its own random
@@ -204,6 +208,11 @@ def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_valida
     manifest_path = os.path.join(folder, "tasks.json")
     settings = {"num_train": num_train, "num_validation": num_validation, "num_dev": num_dev,
                 "seed": seed, "names": list(names)}
+    if span_qa_num_train is not None and span_qa_num_train != num_train:
+        if span_qa_num_train < num_train:
+            raise ValueError(f"span_qa_num_train={span_qa_num_train}: at least num_train "
+                             f"({num_train}).")
+        settings["span_qa_num_train"] = span_qa_num_train
     if os.path.exists(manifest_path):
         with open(manifest_path, encoding="utf-8") as f:
             manifest = json.load(f)
@@ -222,11 +231,21 @@ def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_valida
             docs = {side: [d[1] if isinstance(d, tuple) else d for d in side_docs]
                     for side, side_docs in documents.items()}
         if name == "span_qa":
+            more = settings.get("span_qa_num_train", num_train) - num_train
+            record["train"] += more
+            state = rng.getstate()  # the draw consumes the stream alike for any count
             train = span_qa_articles(docs["train"], num_train + num_validation, rng, "train",
                                      prefix="train-")
             sides = {"train": _take_questions(train, 0, num_train),
                      "validation": _take_questions(train, num_train, num_train + num_validation),
                      "dev": span_qa_articles(docs["dev"], num_dev, rng, "dev", prefix="dev-")}
+            if more:  # the questions drawn after those, from the same stream
+                again = random.Random()
+                again.setstate(state)
+                everything = span_qa_articles(docs["train"], None, again, "train",
+                                              prefix="train-")
+                sides["train"] = sides["train"] + _questions_after(
+                    everything, num_train + num_validation, more, "train-", sides["validation"])
             answer_words = sorted(len(qa["answers"][0]["text"].split())
                                   for article in sides["train"] for p in article["paragraphs"]
                                   for qa in p["qas"])
@@ -260,6 +279,29 @@ def _split_balanced(rows, count):
     rest = by_label[1][(count + 1) // 2:] + by_label[0][count // 2:]
     order = {id(r): k for k, r in enumerate(rows)}  # keep the shuffled order
     return sorted(first, key=lambda r: order[id(r)]), sorted(rest, key=lambda r: order[id(r)])
+
+
+def _questions_after(articles, first, count, prefix, validation):
+    """`count` questions of `articles` drawn after the first `first` (their ids
+    are `prefix` and the draw's number), in the order drawn, leaving out
+    paragraphs whose text is also a validation paragraph (the corpus
+    repeats sentences), grouped back into articles."""
+    seen = {p["context"] for article in validation for p in article["paragraphs"]}
+    drawn = sorted((int(qa["id"][len(prefix):]), a, p, qa)
+                   for a, article in enumerate(articles)
+                   for p, paragraph in enumerate(article["paragraphs"])
+                   for qa in paragraph["qas"] if paragraph["context"] not in seen)
+    drawn = [row for row in drawn if row[0] >= first][:count]
+    if len(drawn) < count:
+        raise ValueError(f"Only {len(drawn)} more usable span-QA training questions in the "
+                         f"default corpus; asked for {count}. Ask for fewer.")
+    grouped = {}
+    for _, a, p, qa in sorted(drawn, key=lambda row: row[1:3]):
+        grouped.setdefault(a, {}).setdefault(p, []).append(qa)
+    return [{"title": articles[a]["title"],
+             "paragraphs": [{"context": articles[a]["paragraphs"][p]["context"], "qas": qas}
+                            for p, qas in paragraphs.items()]}
+            for a, paragraphs in grouped.items()]
 
 
 def _take_questions(articles, start, stop):
