@@ -44,8 +44,9 @@ def test_intervals_paired_differences_and_verdicts():
 
 def test_committed_results_recompute_to_their_verdicts():
     """docs/results/ (the default run), seed1/ and seed7/ (the same with
-    --seed=1 and --seed=7), under the extended learning-rate grid, and the
-    same three under the first grid in first_grid/: every cell's interval
+    --seed=1 and --seed=7), under the extended learning-rate grid, the
+    same three under the first grid in first_grid/, and the runs so far
+    with span QA on 9,000 rows in span_qa_rows/: every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
     and the tables in docs/results/README.md are the JSON's."""
@@ -57,13 +58,18 @@ def test_committed_results_recompute_to_their_verdicts():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
     seed_of = {"": 12345, "seed1": 1, "seed7": 7}
-    for design, extend in (("", 2), ("first_grid", 0)):
-        for folder in seed_of:
-            for name in ("table5", "table1"):
+    every = {folder: ("table5", "table1") for folder in seed_of}
+    # design folder: (extend_grid, span QA's training rows, the tables run so far)
+    designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
+               "span_qa_rows": (2, 9000, {"": ("table5",), "seed1": ("table5",)})}
+    for design, (extend, span_rows, done) in designs.items():
+        for folder, names in done.items():
+            for name in names:
                 table = json.load(open(os.path.join(results, design, folder, f"{name}.json")))
                 settings = table["settings"]
                 assert settings["seed"] == seed_of[folder]
                 assert settings.get("extend_grid", 0) == extend
+                assert settings.get("span_qa_num_train", settings["num_train"]) == span_rows
                 assert table["errors"] == []
                 grid = [float(r) for r in settings["learning_rates"].split(",")]
                 seeds = {}
@@ -99,6 +105,12 @@ def test_committed_results_recompute_to_their_verdicts():
     for default, second, third in zip(tables(""), tables("seed1"), tables("seed7")):
         assert format_runs_side_by_side([("--seed=12345 (default)", default),
                                          ("--seed=1", second), ("--seed=7", third)]) in page
+    # Span QA on more rows: the runs so far side by side, the default's Table 5.
+    rows = [(f"--seed={seed_of[folder]}" + (" (default)" if not folder else ""),
+             json.load(open(os.path.join(results, "span_qa_rows", folder, "table5.json"))))
+            for folder in designs["span_qa_rows"][2]]
+    assert format_runs_side_by_side(rows) in page
+    assert format_markdown(rows[0][1], None) in page
 
 
 def test_across_runs_intervals_over_pretraining_runs(tmp_path):

@@ -86,8 +86,8 @@ HELP = {
 # What --quick changes, where the flag was left at its default.
 QUICK = {"pretrain_steps": 20, "pretrain_batch_size": 8, "pretrain_seq_length": 64,
          "pretrain_warmup_steps": 2, "vocab_size": 1000, "num_train": 48, "span_qa_num_train": 48,
-         "num_validation": 16,
-         "num_dev": 24, "seeds": 1, "learning_rates": "1e-3", "systems": "all"}
+         "num_validation": 16, "num_dev": 24, "seeds": 1, "learning_rates": "1e-3",
+         "systems": "all"}
 QUICK_DOCUMENTS = 150  # training documents of the quick run's corpus
 # Held-out documents of the quick run's corpus: each system's held-out report
 # reads them all, which on the whole 15% took longer than its 20 steps.
