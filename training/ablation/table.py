@@ -219,7 +219,8 @@ def _difference(found):
 
 
 def _span_rows(settings):
-    """"(span QA: 9,000) " where span QA trains on more rows than the others, else ""."""
+    """The captions' "(span QA: 9,000) " where span QA trains on more rows than
+    the others, else an empty string."""
     rows = settings.get("span_qa_num_train", settings["num_train"])
     return f"(span QA: {rows:,}) " if rows != settings["num_train"] else ""
 
