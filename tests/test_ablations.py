@@ -21,6 +21,7 @@ def test_task_builder_files_and_answers(tmp_path):
     from tasks import squad
     from training.ablation.task_rows import INTERNET_SOURCES
     from training.ablation.tasks import HELDOUT_PERCENT
+    from training.ablation.tasks import span_qa_supply
     from training.ablation.tasks import write_ablation_tasks
     from training.pretraining.default_corpus import document_sources
     from training.pretraining.default_corpus import write_default_corpus
@@ -98,6 +99,12 @@ def test_task_builder_files_and_answers(tmp_path):
         assert (more / "span_qa" / name).read_bytes() == (folder / "span_qa" / name).read_bytes()
     validation = {c for c, _ in questions(folder / "span_qa" / "select" / "dev-v1.1.json").values()}
     assert not {after[k][0] for k in set(after) - set(before)} & validation
+    # The supply the flag is checked against is the writer's own count.
+    supply = span_qa_supply(60, 20, seed=3)
+    with pytest.raises(ValueError, match=f"Only {supply - 60} more usable"):
+        write_ablation_tasks(str(tmp_path / "too_many"), num_train=60, num_dev=30, seed=3,
+                             num_validation=20, names=("span_qa",),
+                             span_qa_num_train=supply + 1)
 
 
 @pytest.mark.slow(seconds=240)
@@ -290,7 +297,9 @@ def test_bad_flags_are_refused_before_anything_is_written(tmp_path):
                              ({"systems": "bert,elmo2"}, "'elmo2' not one of"),
                              ({"pretrain_seq_length": 3}, "--pretrain_seq_length=3"),
                              ({"seeds": 0}, "--seeds=0"),
-                             ({"span_qa_num_train": 100}, "--span_qa_num_train=100")):
+                             ({"span_qa_num_train": 100}, "--span_qa_num_train=100"),
+                             ({"span_qa_num_train": 10**5},
+                              "--span_qa_num_train=100000: the default corpus holds")):
         cfg = AblationsConfig(output_dir=str(tmp_path / "out"), **changes)
         with pytest.raises(SystemExit, match=message):
             ablations.run(cfg)

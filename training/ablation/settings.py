@@ -181,6 +181,15 @@ def check_flags(cfg):
             f"has {GPT_POSITIONS} positions, and every system pretrains alike: give at most "
             f"{GPT_POSITIONS}.")
     check_output_folder(cfg.output_dir)
+    if cfg.span_qa_num_train > cfg.num_train:  # last: it draws span QA's rows (about a second)
+        from training.ablation.tasks import span_qa_supply
+
+        supply = span_qa_supply(cfg.num_train, cfg.num_validation)
+        if cfg.span_qa_num_train > supply:
+            raise SystemExit(
+                f"--span_qa_num_train={cfg.span_qa_num_train}: the default corpus holds "
+                f"{supply} usable span-QA training questions with --num_train={cfg.num_train} "
+                f"and --num_validation={cfg.num_validation}; ask for at most {supply}.")
 
 
 GPT_POSITIONS = 128  # gpt_tiny's n_positions: the longest window GPT's pretraining takes

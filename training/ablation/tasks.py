@@ -281,17 +281,39 @@ def _split_balanced(rows, count):
     return sorted(first, key=lambda r: order[id(r)]), sorted(rest, key=lambda r: order[id(r)])
 
 
-def _questions_after(articles, first, count, prefix, validation):
-    """`count` questions of `articles` drawn after the first `first` (their ids
-    are `prefix` and the draw's number), in the order drawn, leaving out
-    paragraphs whose text is also a validation paragraph (the corpus
-    repeats sentences), grouped back into articles."""
+def _usable_after(articles, first, prefix, validation):
+    """`(draw, article, paragraph, question)` of every question of `articles`
+    drawn after the first `first` (their ids are `prefix` and the draw's
+    number), in the order drawn, leaving out paragraphs whose text is also a
+    validation paragraph (the corpus repeats sentences)."""
     seen = {p["context"] for article in validation for p in article["paragraphs"]}
     drawn = sorted((int(qa["id"][len(prefix):]), a, p, qa)
                    for a, article in enumerate(articles)
                    for p, paragraph in enumerate(article["paragraphs"])
                    for qa in paragraph["qas"] if paragraph["context"] not in seen)
-    drawn = [row for row in drawn if row[0] >= first][:count]
+    return [row for row in drawn if row[0] >= first]
+
+
+def span_qa_supply(num_train, num_validation, seed=0):
+    """The most span-QA training rows (`span_qa_num_train`) the default
+    corpus gives `write_ablation_tasks` with these settings: its first
+    `num_train` and every usable question drawn after the validation rows.
+    Only span QA's rows are drawn (about a second), so a flag can be checked
+    before anything is written."""
+    docs = split_documents()["train"]  # the same sentences as with sources
+    first = num_train + num_validation
+    drawn = span_qa_articles(docs, first, random.Random(f"{seed}/span_qa"), "train",
+                             prefix="train-")
+    everything = span_qa_articles(docs, None, random.Random(f"{seed}/span_qa"), "train",
+                                  prefix="train-")
+    return num_train + len(_usable_after(everything, first, "train-",
+                                         _take_questions(drawn, num_train, first)))
+
+
+def _questions_after(articles, first, count, prefix, validation):
+    """`count` questions of `articles` drawn after the first `first`
+    (`_usable_after`), grouped back into articles."""
+    drawn = _usable_after(articles, first, prefix, validation)[:count]
     if len(drawn) < count:
         raise ValueError(f"Only {len(drawn)} more usable span-QA training questions in the "
                          f"default corpus; asked for {count}. Ask for fewer.")
