@@ -8,9 +8,10 @@ weights on every side), served
 - ours: `keras_bert_impl.serving.export_saved_model`, loaded with
   `tf.saved_model.load`, called through `serving_default` (ids in) and
   `serving_text` (raw strings, tokenized in the graph), exported with
-  `row_branches` = the cores and served as docs/serving.md says (1 intra-op
-  thread, the cores as inter-op threads); `ours_one_graph`: the export
-  without row branches (`row_branches=1`) on TensorFlow's default threads
+  `row_branches` = the cores and its default head branches, served as
+  docs/serving.md says (1 intra-op thread, the cores as inter-op threads);
+  `ours_one_graph`: the export without either (`row_branches=1`,
+  `head_branches=1`) on TensorFlow's default threads
   (the cores as intra-op threads), as every export was before them;
 - ONNX Runtime: `transformers.BertForSequenceClassification` exported with
   `torch.onnx.export` (dynamic batch and length), run by an
@@ -143,7 +144,8 @@ class _Ours:
         for length in lengths:  # serving_text packs to the export's max_seq_length
             path = os.path.join(folder, f"saved_model_{length}_{branches}")
             export_saved_model(model, path, os.path.join(folder, "vocab.txt"),
-                               max_seq_length=length, row_branches=branches)
+                               max_seq_length=length, row_branches=branches,
+                               head_branches=None if branches > 1 else 1)
             self.signatures[length] = tf.saved_model.load(path).signatures
 
     def ids(self, ids):

@@ -44,7 +44,10 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.layers.head_branches import HeadBranches
+from keras_bert_impl.layers.head_branches import traced_in_head_branches
 from keras_bert_impl.layers.row_branches import traced_in_row_branches
+from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
@@ -166,7 +169,7 @@ def _ids_spec(rank=2):
 
 
 def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, max_seq_length=128,
-                       labels=None, jit_compile=False, row_branches=2):
+                       labels=None, jit_compile=False, row_branches=2, head_branches=None):
     """Writes a SavedModel of `model` with the signatures above.
 
     Args:
@@ -191,6 +194,15 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
             (`keras_bert_impl.layers.row_branches`); the numbers are the
             same. Serve with 1 intra-op thread and as many inter-op threads
             as cores (docs/serving.md). 1: one graph, as the Keras model.
+        head_branches: int or None. A request of fewer than 128 rows (batch
+            x length) computes each block in this many groups of heads side
+            by side instead (`keras_bert_impl.layers.head_branches`): at 32
+            tokens, batch 1, MiniLM's p50 fell by a fifth, a `base` model's
+            by a third. The groups' kernels are stored regrouped beside the
+            model's: the export is larger by about 28% (MiniLM) to 45%
+            (`base`: 610 against 420 MB). None: 2 where 2 divides the heads
+            and the intermediate size, else 1; a count that does not divide
+            them is refused. 1: none (the smaller export).
     """
     tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
     module = _Serving(model, tokenizer, max_seq_length, jit_compile)
@@ -224,7 +236,9 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
 
         signatures["serving_text"] = serving_text
         signatures["serving_text_pair"] = serving_text_pair
-    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
+    module.head_branches = HeadBranches(encoder_blocks(model), head_branches)
+    # The signatures are traced as they are saved.
+    with traced_in_row_branches(row_branches), traced_in_head_branches(module.head_branches):
         return save_module_atomic(module, export_dir, signatures)
 
 

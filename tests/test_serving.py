@@ -243,16 +243,23 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
     np.testing.assert_allclose(text["logits"], model(x, training=False), atol=1e-5)
     assert [label.decode() for label in text["label"].numpy()] == [
         ["no", "yes"][i] for i in np.argmax(np.asarray(model(x, training=False)), axis=-1)]
-    # Row branches are on by default: `row_branches=1` has fewer attention
-    # matmuls (the classifier's last block reads [CLS] only: one branch).
+    # Row and head branches are on by default: `row_branches=1` and
+    # `head_branches=1` have fewer attention matmuls (the classifier's last
+    # block reads [CLS] only: one graph) and no regrouped kernels.
     one = tf.saved_model.load(export_saved_model(model, str(tmp_path / "one"), VOCAB,
-                                                 max_seq_length=24, row_branches=1))
+                                                 max_seq_length=24, row_branches=1,
+                                                 head_branches=1))
+    assert len(loaded.head_branches.blocks) == model.backbone.num_hidden_layers
+    assert not one.head_branches.blocks
+    with pytest.raises(ValueError, match=r"head_branches=4 must divide .* heads \(2\)"):
+        export_saved_model(model, str(tmp_path / "bad"), head_branches=4)
+    assert not os.path.exists(tmp_path / "bad")
 
     def matmuls(saved):
         library = saved.signatures["serving_default"].graph.as_graph_def().library.function
         return sum(node.op == "BatchMatMulV2" for f in library for node in f.node_def)
 
-    assert matmuls(loaded) == matmuls(one) + 2 * (model.backbone.num_hidden_layers - 1)
+    assert matmuls(loaded) == matmuls(one) + (2 + 2 * 2) * (model.backbone.num_hidden_layers - 1)
     np.testing.assert_allclose(one.signatures["serving_text"](text=tf.constant(TEXTS))["logits"],
                                text["logits"], atol=1e-6)
 

@@ -81,8 +81,9 @@ def _check_labels(served, logits):
 
 
 def _gpt_backbone(vocab_size):
-    """Odd sizes: hidden 12, 3 heads, 1 layer, 16 positions; the 3 fine-tuning tokens appended."""
-    config = GptConfig(vocab_size=vocab_size, n_positions=16, n_embd=12, n_layer=1, n_head=3)
+    """Odd sizes: hidden 12, 4 heads (2 head branches in the export), 1 layer, 16 positions; the 3
+    fine-tuning tokens appended."""
+    config = GptConfig(vocab_size=vocab_size, n_positions=16, n_embd=12, n_layer=1, n_head=4)
     return grow_vocabulary(GptBackbone.from_config_object(config), 3)
 
 

@@ -42,7 +42,10 @@ from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
+from keras_bert_impl.layers.head_branches import HeadBranches
+from keras_bert_impl.layers.head_branches import traced_in_head_branches
 from keras_bert_impl.layers.row_branches import traced_in_row_branches
+from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 from keras_bert_impl.serving import label_outputs
 from keras_bert_impl.serving import save_module_atomic
 from keras_bert_impl.serving import with_labels
@@ -157,7 +160,8 @@ def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):
 
 
 def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
-                           max_seq_length=128, labels=None, row_branches=2):
+                           max_seq_length=128, labels=None, row_branches=2,
+                           head_branches=None):
     """Writes a SavedModel of a GPT model with the signatures above.
 
     Args:
@@ -176,6 +180,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             adds `probabilities` and `label` (strings) to `logits`.
         row_branches: int. Each block in this many slices of positions side
             by side, as `keras_bert_impl.serving.export_saved_model`'s.
+        head_branches: int or None. Short requests' blocks in this many
+            groups of heads side by side, as `export_saved_model`'s.
 
     Returns:
         The names of the signatures written.
@@ -221,6 +227,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             return module.classifier_text_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
-    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
+    module.head_branches = HeadBranches(encoder_blocks(model), head_branches)
+    # The signatures are traced as they are saved.
+    with traced_in_row_branches(row_branches), traced_in_head_branches(module.head_branches):
         save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)

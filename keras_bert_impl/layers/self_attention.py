@@ -123,7 +123,14 @@ class SelfAttention(keras.layers.Layer):
         (padding keys masked), through the output projection. Query row i is
         position `query_offset + i` for the causal mask."""
         batch, seq = keras.ops.shape(query)[0], keras.ops.shape(query)[2]
-        n, d = self.num_attention_heads, self.head_size
+        context = self.context(query, key, value, input_mask, query_offset, training)  # (B*S, H)
+        return keras.ops.reshape(self.output_dense(context), (batch, seq, self.hidden_size))
+
+    def context(self, query, key, value, input_mask, query_offset=0, training=None):
+        """`(B*S, n*D)`: the heads' attention before the output projection, for
+        queries `(B, n, S, D)` of all `N` heads or of a group of `n` of them."""
+        seq = keras.ops.shape(query)[2]
+        n, d = query.shape[1], self.head_size
         # Scaling the queries (B*S*H values) is cheaper than the scores (B*N*S*S).
         query = query * keras.ops.cast(d**-0.5, query.dtype)
         # Plain batched matmuls on a head-major layout: on CPU they run ~1.5x
@@ -138,8 +145,7 @@ class SelfAttention(keras.layers.Layer):
         probs = self.dropout(probs, training=training)
         context = keras.ops.matmul(probs, value)  # (B, N, S, D)
         context = keras.ops.transpose(context, (0, 2, 1, 3))  # (B, S, N, D)
-        context = keras.ops.reshape(context, (-1, n * d))  # (B*S, H)
-        return keras.ops.reshape(self.output_dense(context), (batch, seq, n * d))  # (B, S, H)
+        return keras.ops.reshape(context, (-1, n * d))  # (B*S, n*D)
 
     def project(self, inputs):
         """Queries, keys and values `(B, N, S, D)` of every position."""
@@ -148,12 +154,16 @@ class SelfAttention(keras.layers.Layer):
         # into one oneDNN kernel (a 3-D Dense goes through Tensordot reshapes
         # that block the fusion).
         qkv = self.query_key_value(keras.ops.reshape(inputs, (-1, self.hidden_size)))  # (B*S, 3H)
-        qkv = keras.ops.reshape(
-            qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))  # (B, S, 3, N, D)
-        qkv = keras.ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, N, S, D)
+        return self.split_heads(qkv, batch, seq, self.num_attention_heads)
+
+    def split_heads(self, qkv, batch, seq, n):
+        """Queries, keys and values `(B, n, S, D)` of `n` heads from their
+        projections `(B*S, 3*n*D)`, columns [queries | keys | values]."""
+        qkv = keras.ops.reshape(qkv, (batch, seq, 3, n, self.head_size))  # (B, S, 3, n, D)
+        qkv = keras.ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, B, n, S, D)
         # unstack, not qkv[i]: the gradient of a strided slice writes a full
         # zero tensor per slice, the gradient of unstack is one stack.
-        return keras.ops.unstack(qkv, 3, axis=0)  # (B, N, S, D) each
+        return keras.ops.unstack(qkv, 3, axis=0)  # (B, n, S, D) each
 
     def _project_some(self, query_inputs, inputs):
         """Queries of `query_inputs` `(B, N, S, D)`; keys, values of `inputs` `(B, N, T, D)`.

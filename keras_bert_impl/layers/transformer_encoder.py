@@ -5,6 +5,8 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
+from keras_bert_impl.layers.head_branches import HEAD_BRANCH_ROWS
+from keras_bert_impl.layers.head_branches import current_head_branch_weights
 from keras_bert_impl.layers.row_branches import current_row_branches
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.self_attention import SelfAttention
@@ -113,9 +115,29 @@ class TransformerEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, input_mask, query_positions=None, training=None):
+        if training or query_positions is not None:
+            return self._call(inputs, input_mask, query_positions, training)
+        weights = current_head_branch_weights(self)
+        if weights is None:
+            return self._inference_call(inputs, input_mask, training)
+        rows = keras.ops.shape(inputs)[0] * keras.ops.shape(inputs)[1]
+        if isinstance(rows, int):  # a static shape: the choice is made here
+            return (self._call_in_head_branches(inputs, input_mask, weights)
+                    if rows < HEAD_BRANCH_ROWS else self._inference_call(inputs, input_mask))
+        return keras.ops.cond(rows < HEAD_BRANCH_ROWS,
+                              lambda: self._call_in_head_branches(inputs, input_mask, weights),
+                              lambda: self._inference_call(inputs, input_mask))
+
+    def _inference_call(self, inputs, input_mask, training=None):
+        """`call` on all positions outside training: in row branches when
+        traced in `traced_in_row_branches`, else as one graph."""
         branches = current_row_branches()
-        if branches > 1 and not training and query_positions is None:
+        if branches > 1:
             return self._call_in_row_branches(inputs, input_mask, branches)
+        return self._call(inputs, input_mask, None, training)
+
+    def _call(self, inputs, input_mask, query_positions=None, training=None):
+        """`call` as one graph."""
         queries = None
         if query_positions is not None:
             queries = select_positions(inputs, query_positions)  # (B, Q, H)
@@ -134,6 +156,42 @@ class TransformerEncoder(keras.layers.Layer):
         h = self.output_dropout(h, training=training)
         h = self.output_layer_norm(x + h)
         return keras.ops.cast(h, self.compute_dtype)
+
+    def _call_in_head_branches(self, inputs, input_mask, weights):
+        """`call` in inference with each group of heads (and of intermediate
+        columns) a graph branch of its own, joined by the sums of their
+        output projections (`keras_bert_impl.layers.head_branches`)."""
+        batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
+        count = len(weights.query_key_value)
+        h, per = self.hidden_size, self.hidden_size // count
+        inter = self.intermediate_size // count
+
+        def cast(w):
+            return keras.ops.cast(w, self.compute_dtype)
+
+        attention = self.attention
+        x = keras.ops.reshape(cast(inputs), (-1, h))  # (B*S, H)
+        kernel = cast(attention.output_dense.kernel)  # (H, H)
+        parts = []
+        for g in range(count):
+            qkv = (keras.ops.matmul(x, cast(weights.query_key_value[g]))
+                   + cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
+            query, key, value = attention.split_heads(qkv, batch, seq,
+                                                      self.num_attention_heads // count)
+            context = attention.context(query, key, value, input_mask)  # (B*S, H / count)
+            parts.append(keras.ops.matmul(context, kernel[g * per:(g + 1) * per]))
+        a = sum(parts[1:], parts[0]) + cast(attention.output_dense.bias)
+        x = self.attention_layer_norm(inputs + keras.ops.reshape(a, (batch, seq, h)))
+        x = cast(x)
+        rows = keras.ops.reshape(x, (-1, h))
+        activation = self.intermediate_dense.activation
+        kernel = cast(self.output_dense.kernel)  # (I, H)
+        parts = [keras.ops.matmul(activation(keras.ops.matmul(rows, cast(weights.intermediate[g]))
+                                             + cast(weights.intermediate_bias[g])),
+                                  kernel[g * inter:(g + 1) * inter]) for g in range(count)]
+        f = sum(parts[1:], parts[0]) + cast(self.output_dense.bias)
+        x = self.output_layer_norm(x + keras.ops.reshape(f, (batch, seq, h)))
+        return cast(x)
 
     def _call_in_row_branches(self, inputs, input_mask, count):
         """`call` in inference on `count` slices of the positions, one graph
@@ -171,3 +229,9 @@ class TransformerEncoder(keras.layers.Layer):
             causal=self.causal,
         )
         return config
+
+
+def encoder_blocks(model):
+    """Every `TransformerEncoder` in `model` (a layer or model), in order."""
+    return [layer for layer in model._flatten_layers(include_self=True, recursive=True)
+            if isinstance(layer, TransformerEncoder)]
