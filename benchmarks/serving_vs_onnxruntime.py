@@ -8,7 +8,7 @@ weights on every side), served
 - ours: `keras_bert_impl.serving.export_saved_model`, loaded with
   `tf.saved_model.load`, called through `serving_default` (ids in) and
   `serving_text` (raw strings, tokenized in the graph), exported with
-  `row_branches` = the cores and its default head branches, served as
+  `row_branches` = the cores and the default `head_branches`, served as
   docs/serving.md says (1 intra-op thread, the cores as inter-op threads);
   `ours_one_graph`: the export without either (`row_branches=1`,
   `head_branches=1`) on TensorFlow's default threads

@@ -45,7 +45,7 @@ import tensorflow as tf
 
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.layers.head_branches import HeadBranches
-from keras_bert_impl.layers.head_branches import traced_in_head_branches
+from keras_bert_impl.layers.head_branches import in_head_branches_when_short
 from keras_bert_impl.layers.row_branches import traced_in_row_branches
 from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
@@ -106,9 +106,10 @@ def label_outputs(module, outputs):
 
 
 class _Serving(tf.Module):
-    def __init__(self, model, tokenizer, max_seq_length, jit_compile=False):
+    def __init__(self, model, tokenizer, max_seq_length, jit_compile=False, head_branches=None):
         super().__init__()
         self.model = model
+        self.head_branches = HeadBranches(encoder_blocks(model), head_branches)
         self.backbone, self.masked_lm_head, self.next_sentence_head = _parts(model)
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -137,6 +138,12 @@ class _Serving(tf.Module):
         return label_outputs(self, out) if isinstance(self.model, BertTaskModel) else out
 
     def _model_outputs(self, inputs, masked_lm_positions=None):
+        # Short requests in head branches, the others in row branches.
+        return in_head_branches_when_short(
+            self.head_branches, tf.size(inputs["input_word_ids"]),
+            lambda: self._model_numbers(inputs, masked_lm_positions))
+
+    def _model_numbers(self, inputs, masked_lm_positions=None):
         if isinstance(self.model, BertTaskModel):
             out = self.model(inputs, training=False)
             out = out if isinstance(out, dict) else {self.model.output_name: out}
@@ -197,15 +204,16 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
         head_branches: int or None. A request of fewer than 128 rows (batch
             x length) computes each block in this many groups of heads side
             by side instead (`keras_bert_impl.layers.head_branches`): at 32
-            tokens, batch 1, MiniLM's p50 fell by a fifth, a `base` model's
-            by a third. The groups' kernels are stored regrouped beside the
-            model's: the export is larger by about 28% (MiniLM) to 45%
-            (`base`: 610 against 420 MB). None: 2 where 2 divides the heads
-            and the intermediate size, else 1; a count that does not divide
-            them is refused. 1: none (the smaller export).
+            tokens, batch 1, a `base` model's p50 fell by a third. The
+            groups' kernels are stored regrouped beside the model's: the
+            export is larger by 45% for `base` (610 against 420 MB). None:
+            2 for models of hidden size 768 or more where 2 divides the
+            heads and the intermediate size, else 1 (for MiniLM's 384 the
+            gain at 32 tokens and the loss at 128 were a few percent each);
+            a count that does not divide them is refused. 1: none.
     """
     tokenizer = GraphBertTokenizer(vocab_file, do_lower_case=do_lower_case) if vocab_file else None
-    module = _Serving(model, tokenizer, max_seq_length, jit_compile)
+    module = _Serving(model, tokenizer, max_seq_length, jit_compile, head_branches)
     with_labels(module, model, labels)
     rank = 3 if isinstance(model, BertMultipleChoice) else 2
 
@@ -236,9 +244,7 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
 
         signatures["serving_text"] = serving_text
         signatures["serving_text_pair"] = serving_text_pair
-    module.head_branches = HeadBranches(encoder_blocks(model), head_branches)
-    # The signatures are traced as they are saved.
-    with traced_in_row_branches(row_branches), traced_in_head_branches(module.head_branches):
+    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
         return save_module_atomic(module, export_dir, signatures)
 
 

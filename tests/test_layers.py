@@ -149,47 +149,52 @@ def test_row_branches_compute_the_blocks_numbers(causal):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_head_branches_compute_the_blocks_numbers_for_short_requests(causal):
-    """`traced_in_head_branches`: a traced inference call of fewer than
-    `HEAD_BRANCH_ROWS` rows computes the block in groups of heads from the
-    regrouped copies (a change to a copy shows there and only there), with
-    the block's numbers; longer requests and training calls do not read
-    them; a count that does not divide the heads is refused."""
+def test_head_branches_compute_the_blocks_numbers(causal):
+    """`traced_in_head_branches`: inference calls compute the block in groups
+    of heads from the regrouped copies, with its numbers;
+    `in_head_branches_when_short` only below `HEAD_BRANCH_ROWS` rows;
+    training never; a count that does not divide the heads is refused."""
     import tensorflow as tf
 
     from keras_bert_impl.layers.head_branches import HEAD_BRANCH_ROWS
     from keras_bert_impl.layers.head_branches import HeadBranches
+    from keras_bert_impl.layers.head_branches import head_branch_count
+    from keras_bert_impl.layers.head_branches import in_head_branches_when_short
     from keras_bert_impl.layers.head_branches import traced_in_head_branches
 
     block = TransformerEncoder(12, 4, 36, "gelu", 0.0, 0.0, causal=causal)
     rng = np.random.default_rng(0)
     long = HEAD_BRANCH_ROWS // 2
     x = rng.normal(size=(2, long, 12)).astype("float32")
-    mask = np.ones((2, long), "int32")
-    mask[1, 4:] = 0
+    mask = (1 - (np.arange(long) >= 4) * np.array([[0], [1]])).astype("int32")
     short = (x[:, :7], mask[:, :7])
     block(*short)  # built
     spec = [tf.TensorSpec([None, None, 12]), tf.TensorSpec([None, None], tf.int32)]
     for count in (2, 4):
         branches = HeadBranches([block], count)
-        assert branches.count == count and len(branches.blocks[0].query_key_value) == count
-        with traced_in_head_branches(branches):
-            infer = tf.function(lambda a, m: block(a, m, training=False), input_signature=spec)
-            train = tf.function(lambda a, m: block(a, m, training=True), input_signature=spec)
-            infer.get_concrete_function(), train.get_concrete_function()
-        np.testing.assert_allclose(infer(*short), block(*short), atol=1e-5)
-        np.testing.assert_allclose(infer(x, mask), block(x, mask), atol=1e-6)
+        assert len(branches.blocks[0].query_key_value) == count
+
+        def heads(a, m, branches=branches):
+            with traced_in_head_branches(branches):
+                return block(a, m, training=False), block(a, m, training=True)
+
+        def when_short(a, m, branches=branches):
+            return in_head_branches_when_short(branches, tf.size(m),
+                                               lambda: block(a, m, training=False))
+
+        heads, when_short = (tf.function(f, input_signature=spec) for f in (heads, when_short))
+        for a, m in (short, (x, mask)):
+            np.testing.assert_allclose(heads(a, m)[0], block(a, m), atol=1e-5)
+            np.testing.assert_allclose(when_short(a, m), block(a, m), atol=1e-5)
         copy = branches.blocks[0].intermediate[-1]
         copy.assign_add(rng.normal(size=copy.shape).astype("float32"))
-        assert np.abs(infer(*short) - block(*short)).max() > 0.1
-        np.testing.assert_allclose(infer(x, mask), block(x, mask), atol=1e-6)
-        np.testing.assert_allclose(train(*short), block(*short), atol=1e-6)
+        assert np.abs(heads(x, mask)[0] - block(x, mask)).max() > 0.1
+        np.testing.assert_allclose(heads(x, mask)[1], block(x, mask), atol=1e-6)  # training
+        assert np.abs(when_short(*short) - block(*short)).max() > 0.1
+        np.testing.assert_allclose(when_short(x, mask), block(x, mask), atol=1e-6)
     with pytest.raises(ValueError, match=r"head_branches=3 must divide .* heads \(4\)"):
         HeadBranches([block], 3)
-    assert HeadBranches([block]).count == 2
-    odd = TransformerEncoder(12, 3, 36)
-    odd(*short)
-    assert HeadBranches([odd]).count == 1
+    assert not HeadBranches([block]).blocks and head_branch_count(TransformerEncoder(768, 12, 3072)) == 2
 
 
 def test_pooler_uses_first_token():

@@ -229,7 +229,7 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
                         lambda self, *args: traces.append(args) or outputs(self, *args))
     model = BertClassifier(BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=30522)), 2)
     path = export_saved_model(model, str(tmp_path / "export"), VOCAB, max_seq_length=24,
-                              labels=["no", "yes"])
+                              labels=["no", "yes"], head_branches=2)
     assert len(traces) == 1
     loaded = tf.saved_model.load(path)
     assert not hasattr(loaded, "model") and not hasattr(loaded, "backbone")
@@ -243,9 +243,11 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
     np.testing.assert_allclose(text["logits"], model(x, training=False), atol=1e-5)
     assert [label.decode() for label in text["label"].numpy()] == [
         ["no", "yes"][i] for i in np.argmax(np.asarray(model(x, training=False)), axis=-1)]
-    # Row and head branches are on by default: `row_branches=1` and
-    # `head_branches=1` have fewer attention matmuls (the classifier's last
-    # block reads [CLS] only: one graph) and no regrouped kernels.
+    # Row branches and (asked for) head branches: the model is traced twice,
+    # once in head branches (short requests), once in row branches (the
+    # classifier's last block reads [CLS] only: one graph in both);
+    # `row_branches=1, head_branches=1` has one plain trace and no
+    # regrouped kernels.
     one = tf.saved_model.load(export_saved_model(model, str(tmp_path / "one"), VOCAB,
                                                  max_seq_length=24, row_branches=1,
                                                  head_branches=1))
@@ -259,9 +261,21 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
         library = saved.signatures["serving_default"].graph.as_graph_def().library.function
         return sum(node.op == "BatchMatMulV2" for f in library for node in f.node_def)
 
-    assert matmuls(loaded) == matmuls(one) + (2 + 2 * 2) * (model.backbone.num_hidden_layers - 1)
+    layers = model.backbone.num_hidden_layers
+    # Each full block: 2 row slices or 2 head groups of 2 attention matmuls each.
+    assert matmuls(loaded) == 2 * matmuls(one) + 2 * 2 * (layers - 1)
     np.testing.assert_allclose(one.signatures["serving_text"](text=tf.constant(TEXTS))["logits"],
                                text["logits"], atol=1e-6)
+    # Each request takes one of the traces: a change to a regrouped copy
+    # shows in a short request (3 x 24 rows) and not in a long one (6 x 24).
+    copy = loaded.head_branches.blocks[0].intermediate[0]
+    copy.assign_add(tf.random.stateless_normal(copy.shape, (1, 2)))
+    short = loaded.signatures["serving_text"](text=tf.constant(TEXTS))["logits"]
+    assert np.abs(short - text["logits"]).max() > 1e-3
+    rows = TEXTS * 2
+    np.testing.assert_allclose(loaded.signatures["serving_text"](text=tf.constant(rows))["logits"],
+                               one.signatures["serving_text"](text=tf.constant(rows))["logits"],
+                               atol=1e-6)
 
 
 def test_jit_compiled_export_matches_keras_and_is_compiled(tmp_path):

@@ -81,7 +81,7 @@ def _check_labels(served, logits):
 
 
 def _gpt_backbone(vocab_size):
-    """Odd sizes: hidden 12, 4 heads (2 head branches in the export), 1 layer, 16 positions; the 3
+    """Odd sizes: hidden 12, 4 heads (2 head branches in two exports), 1 layer, 16 positions; the 3
     fine-tuning tokens appended."""
     config = GptConfig(vocab_size=vocab_size, n_positions=16, n_embd=12, n_layer=1, n_head=4)
     return grow_vocabulary(GptBackbone.from_config_object(config), 3)
@@ -103,7 +103,7 @@ def test_gpt_classifier_text_signatures_build_the_finetuning_ids(tmp_path):
     assert not model.similarity
     path = str(tmp_path / "saved_model")
     assert export_gpt_saved_model(model, path, VOCAB, MERGES, max_seq_length=11,
-                                  labels=LABELS) == [
+                                  labels=LABELS, head_branches=2) == [
         "serving_default", "serving_text", "serving_text_pair"]
     serving = tf.saved_model.load(path)
     for task, pair in ((single, False), (pairs, True)):
@@ -130,7 +130,8 @@ def test_gpt_similarity_classifier_serves_pairs_in_both_orders(tmp_path):
     model = task.build_model(_gpt_backbone(task.tokenizer.vocab_size))
     assert model.similarity  # MRPC: both orders, their final states added
     path = str(tmp_path / "saved_model")
-    assert export_gpt_saved_model(model, path, VOCAB, MERGES, max_seq_length=9) == [
+    assert export_gpt_saved_model(model, path, VOCAB, MERGES, max_seq_length=9,
+                                  head_branches=2) == [
         "serving_default", "serving_text_pair"]  # one text has no second order
     served = tf.saved_model.load(path).signatures["serving_text_pair"](
         text_a=tf.constant(TEXTS_A), text_b=tf.constant(TEXTS_B))

@@ -43,7 +43,7 @@ from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
 from keras_bert_impl.layers.head_branches import HeadBranches
-from keras_bert_impl.layers.head_branches import traced_in_head_branches
+from keras_bert_impl.layers.head_branches import in_head_branches_when_short
 from keras_bert_impl.layers.row_branches import traced_in_row_branches
 from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 from keras_bert_impl.serving import label_outputs
@@ -81,8 +81,10 @@ def _without_auxiliary_lm(model):
 
 
 class _GptServing(tf.Module):
-    def __init__(self, model, backbone, tokenizer, max_seq_length, special=None):
+    def __init__(self, model, backbone, tokenizer, max_seq_length, special=None,
+                 head_branches=None):
         super().__init__()
+        self.head_branches = HeadBranches(encoder_blocks(backbone), head_branches)
         self.task = isinstance(model, GptTaskModel)
         self.special = special  # FineTuningIds of a classifier's text signatures
         self.similarity = getattr(model, "similarity", False)
@@ -103,9 +105,14 @@ class _GptServing(tf.Module):
             {"input_word_ids": (self.backbone.gpt_config.vocab_size, "vocab_size"),
              "input_mask": (2, "0 or 1")},
             self.max_positions, "n_positions")
+        # Short requests in head branches, the others in row branches.
+        out = in_head_branches_when_short(self.head_branches, tf.size(inputs["input_word_ids"]),
+                                          lambda: self._model_numbers(inputs))
+        return label_outputs(self, out) if self.task else out
+
+    def _model_numbers(self, inputs):
         if self.task:
-            return label_outputs(
-                self, {"logits": tf.cast(self.model(inputs, training=False), tf.float32)})
+            return {"logits": tf.cast(self.model(inputs, training=False), tf.float32)}
         out = self.backbone(inputs, training=False)
         return {"lm_logits": tf.cast(out["lm_logits"], tf.float32),
                 "sequence_output": tf.cast(out["sequence_output"], tf.float32)}
@@ -181,7 +188,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         row_branches: int. Each block in this many slices of positions side
             by side, as `keras_bert_impl.serving.export_saved_model`'s.
         head_branches: int or None. Short requests' blocks in this many
-            groups of heads side by side, as `export_saved_model`'s.
+            groups of heads side by side, as `export_saved_model`'s (None:
+            2 from hidden size 768).
 
     Returns:
         The names of the signatures written.
@@ -196,7 +204,7 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
-    module = _GptServing(model, backbone, tokenizer, max_seq_length, special)
+    module = _GptServing(model, backbone, tokenizer, max_seq_length, special, head_branches)
     with_labels(module, model, labels)
 
     @tf.function(autograph=False, input_signature=[
@@ -227,8 +235,6 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             return module.classifier_text_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
-    module.head_branches = HeadBranches(encoder_blocks(model), head_branches)
-    # The signatures are traced as they are saved.
-    with traced_in_row_branches(row_branches), traced_in_head_branches(module.head_branches):
+    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
         save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)

@@ -18,18 +18,25 @@ as variables beside the model's (7 of each block's 12 H x H weights again:
 an export larger by about 28% for MiniLM, 45% for `base`).
 
 Measured at batch 1 on 2 cores (1 intra-op, 2 inter-op threads), p50 of the
-SavedModel: a `base` model at 32 tokens 37.5 ms with head branches, 55.5
-with row branches (ONNX Runtime 29.6); MiniLM at 32 tokens 5.45-5.59 ms
-against 5.63-5.65 (small matmuls: little to share). In a probe of the two
-layouts alone, head branches were level with row branches at 128 tokens
-and behind at 384 (41 against 40 ms, MiniLM), so a block computes in head
-branches below `HEAD_BRANCH_ROWS` rows (batch x length) and in row branches
-from there, chosen per request inside the graph (one `cond` per block).
+SavedModel: a `base` model (H=768) at 32 tokens 37.5 ms with head
+branches, 55.5 with row branches alone (ONNX Runtime 29.6). In a probe of
+the two layouts alone, head branches were level with row branches at 128
+tokens and behind at 384 (41 against 40 ms, MiniLM), so a request computes
+in head branches below `HEAD_BRANCH_ROWS` rows (batch x length) and in row
+branches from there: `in_head_branches_when_short` traces the model both
+ways under one `cond` per request (a `cond` in each block instead cost 0.3
+ms of MiniLM's 5.5 at 32 tokens; an unlowered `cond` cost 2 ms at 128).
+Even so the `cond` has a price: the executor walks the branch not taken.
+For MiniLM (H=384) the sums came out even: p50 at 32 tokens 5.4-5.6 ms
+against 5.8 without head branches, at 128 tokens 11.6-12.1 against
+11.4-11.8, for an export 28% larger; so by default only models of at least
+`HEAD_BRANCH_MIN_HIDDEN` hidden units export with them.
 
-`TransformerEncoder` computes so in inference calls traced inside
-`with traced_in_head_branches(branches):`; the SavedModel exports trace their
-signatures so (`keras_bert_impl.serving.export_saved_model`'s
-`head_branches`). Training and Keras calls are unchanged.
+`TransformerEncoder` computes in head branches in inference calls traced
+inside `with traced_in_head_branches(branches):`; the SavedModel exports
+trace their models so for short requests
+(`keras_bert_impl.serving.export_saved_model`'s `head_branches`). Training
+and Keras calls are unchanged.
 """
 
 import contextlib
@@ -38,15 +45,20 @@ import threading
 import tensorflow as tf
 
 HEAD_BRANCH_ROWS = 128
+HEAD_BRANCH_MIN_HIDDEN = 768
 _STATE = threading.local()
 
 
-def head_branch_count(num_attention_heads, intermediate_size, count=None):
-    """The number of head branches: `count` if it divides both the heads and
-    the intermediate width (else a ValueError naming it); with `None`, 2
-    (the cores of the machines measured) where 2 divides both, else 1."""
+def head_branch_count(block, count=None):
+    """The number of head branches of `block` (a `TransformerEncoder`):
+    `count` if it divides both its heads and its intermediate width (else a
+    ValueError naming it); with `None`, 2 (the cores of the machines
+    measured) where 2 divides both and the hidden size is at least
+    `HEAD_BRANCH_MIN_HIDDEN`, else 1."""
+    num_attention_heads, intermediate_size = block.num_attention_heads, block.intermediate_size
     if count is None:
-        return 1 if num_attention_heads % 2 or intermediate_size % 2 else 2
+        small = block.hidden_size < HEAD_BRANCH_MIN_HIDDEN
+        return 1 if small or num_attention_heads % 2 or intermediate_size % 2 else 2
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise ValueError(f"head_branches: the count must be an int >= 1; received {count!r}.")
     if num_attention_heads % count or intermediate_size % count:
@@ -90,8 +102,7 @@ class HeadBranches(tf.Module):
 
     def __init__(self, blocks, count=None):
         super().__init__()
-        counts = {head_branch_count(b.num_attention_heads, b.intermediate_size, count)
-                  for b in blocks}
+        counts = {head_branch_count(b, count) for b in blocks}
         self.count = min(counts, default=1)
         self.blocks = [HeadBranchWeights(b, self.count) for b in blocks] if self.count > 1 else []
         self._ids = tuple(id(b) for b in blocks) if self.count > 1 else ()
@@ -116,3 +127,18 @@ def current_head_branch_weights(block):
     """`block`'s `HeadBranchWeights` under `traced_in_head_branches`, else None."""
     branches = getattr(_STATE, "branches", None)
     return None if branches is None else branches.weights_of(block)
+
+
+def in_head_branches_when_short(branches, rows, compute):
+    """`compute()` (a model's outputs, traced) in head branches when `rows`
+    (a scalar tensor: batch x length) is below `HEAD_BRANCH_ROWS`, else as
+    traced outside them: one `tf.cond`. Plain `compute()` when `branches`
+    holds none."""
+    if branches is None or not branches.blocks:
+        return compute()
+
+    def short():
+        with traced_in_head_branches(branches):
+            return compute()
+
+    return tf.cond(rows < HEAD_BRANCH_ROWS, short, compute)

@@ -5,7 +5,6 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
-from keras_bert_impl.layers.head_branches import HEAD_BRANCH_ROWS
 from keras_bert_impl.layers.head_branches import current_head_branch_weights
 from keras_bert_impl.layers.row_branches import current_row_branches
 from keras_bert_impl.layers.select_positions import select_positions
@@ -118,15 +117,9 @@ class TransformerEncoder(keras.layers.Layer):
         if training or query_positions is not None:
             return self._call(inputs, input_mask, query_positions, training)
         weights = current_head_branch_weights(self)
-        if weights is None:
-            return self._inference_call(inputs, input_mask, training)
-        rows = keras.ops.shape(inputs)[0] * keras.ops.shape(inputs)[1]
-        if isinstance(rows, int):  # a static shape: the choice is made here
-            return (self._call_in_head_branches(inputs, input_mask, weights)
-                    if rows < HEAD_BRANCH_ROWS else self._inference_call(inputs, input_mask))
-        return keras.ops.cond(rows < HEAD_BRANCH_ROWS,
-                              lambda: self._call_in_head_branches(inputs, input_mask, weights),
-                              lambda: self._inference_call(inputs, input_mask))
+        if weights is not None:
+            return self._call_in_head_branches(inputs, input_mask, weights)
+        return self._inference_call(inputs, input_mask, training)
 
     def _inference_call(self, inputs, input_mask, training=None):
         """`call` on all positions outside training: in row branches when
@@ -232,6 +225,19 @@ class TransformerEncoder(keras.layers.Layer):
 
 
 def encoder_blocks(model):
-    """Every `TransformerEncoder` in `model` (a layer or model), in order."""
-    return [layer for layer in model._flatten_layers(include_self=True, recursive=True)
-            if isinstance(layer, TransformerEncoder)]
+    """Every `TransformerEncoder` in `model` (a layer or model), in the order
+    its layers were added (Keras' `_flatten_layers` lists the last first)."""
+    found, seen = [], set()
+
+    def walk(layer):
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        if isinstance(layer, TransformerEncoder):
+            found.append(layer)
+            return
+        for sublayer in layer._layers:
+            walk(sublayer)
+
+    walk(model)
+    return found
