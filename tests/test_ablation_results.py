@@ -45,7 +45,7 @@ def test_intervals_paired_differences_and_verdicts():
 def test_committed_results_recompute_to_their_verdicts():
     """docs/results/ (the default run), seed1/ and seed7/ (the same with
     --seed=1 and --seed=7), under the extended learning-rate grid, the
-    same three under the first grid in first_grid/, and the runs so far
+    same three under the first grid in first_grid/, and Table 5's three
     with span QA on 9,000 rows in span_qa_rows/: every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
@@ -61,7 +61,7 @@ def test_committed_results_recompute_to_their_verdicts():
     every = {folder: ("table5", "table1") for folder in seed_of}
     # design folder: (extend_grid, span QA's training rows, the tables run so far)
     designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
-               "span_qa_rows": (2, 9000, {"": ("table5",), "seed1": ("table5",)})}
+               "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of})}
     for design, (extend, span_rows, done) in designs.items():
         for folder, names in done.items():
             for name in names:
@@ -187,6 +187,13 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
             if not design:  # the page shows the current design's combination
                 assert text in page
             designs.append((design or "extended", combined))
+            if name == "table5" and not design:  # and span QA on 9,000 rows' three runs
+                folder = os.path.join(results, "span_qa_rows", "across_runs")
+                committed = json.load(open(os.path.join(folder, "table5.json")))
+                text = format_markdown(name, combine(read_runs(
+                    [os.path.join(root, r["folder"]) for r in committed["runs"]], name)))
+                assert len(committed["runs"]) == 3 and text in page
+                assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
         assert format_designs_side_by_side(
             [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in page
     # The front door's results table is Table 5's rows across the runs.
