@@ -46,7 +46,7 @@ def test_committed_results_recompute_to_their_verdicts():
     """docs/results/ (the default run), seed1/ and seed7/ (the same with
     --seed=1 and --seed=7), under the extended learning-rate grid, the
     same three under the first grid in first_grid/, and Table 5's three
-    with span QA on 9,000 rows in span_qa_rows/: every cell's interval
+    with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages): every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
     and the tables in docs/results/README.md are the JSON's."""
@@ -61,7 +61,10 @@ def test_committed_results_recompute_to_their_verdicts():
     every = {folder: ("table5", "table1") for folder in seed_of}
     # design folder: (extend_grid, span QA's training rows, the tables run so far)
     designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
-               "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of})}
+               "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
+               "span_qa_rows/scaling": (2, 9000, {"": tuple(sorted(
+                   name[:-5] for name in os.listdir(os.path.join(results, "span_qa_rows",
+                                                                 "scaling"))))})}
     for design, (extend, span_rows, done) in designs.items():
         for folder, names in done.items():
             for name in names:
