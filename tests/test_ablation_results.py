@@ -96,6 +96,13 @@ def test_committed_results_recompute_to_their_verdicts():
                                                  seeds.get((direction["worse"], task), {}))
                         assert found["difference"] == pytest.approx(diff)
                         assert found["verdict"] == verdict(diff)
+    # The scaling plot's numbers are its committed stages'.
+    from training.ablation.scaling import build_scaling
+    from training.ablation.settings import AblationsConfig
+
+    rows = os.path.join(results, "span_qa_rows")
+    assert build_scaling(AblationsConfig(output_dir=rows)) == json.load(
+        open(os.path.join(rows, "scaling.json")))
     from training.ablation.table import format_markdown
     from training.ablation.table import format_runs_side_by_side
 
