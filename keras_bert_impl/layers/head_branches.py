@@ -78,22 +78,21 @@ class HeadBranchWeights(tf.Module):
         super().__init__()
         h, per = block.hidden_size, block.hidden_size // count
         inter = block.intermediate_size // count
-        qkv = block.attention.query_key_value
+        qkv_kernel, qkv_bias, kernel, bias = (tf.convert_to_tensor(v) for v in (
+            block.attention.query_key_value.kernel, block.attention.query_key_value.bias,
+            block.intermediate_dense.kernel, block.intermediate_dense.bias))
         self.query_key_value, self.query_key_value_bias = [], []
         self.intermediate, self.intermediate_bias = [], []
         for g in range(count):
             columns = tf.concat([tf.range(part * h + g * per, part * h + (g + 1) * per)
                                  for part in range(3)], axis=0)
-            self.query_key_value.append(tf.Variable(
-                tf.gather(tf.convert_to_tensor(qkv.kernel), columns, axis=1), trainable=False))
-            self.query_key_value_bias.append(tf.Variable(
-                tf.gather(tf.convert_to_tensor(qkv.bias), columns), trainable=False))
-            kernel = tf.convert_to_tensor(block.intermediate_dense.kernel)
-            bias = tf.convert_to_tensor(block.intermediate_dense.bias)
-            self.intermediate.append(tf.Variable(kernel[:, g * inter:(g + 1) * inter],
-                                                 trainable=False))
-            self.intermediate_bias.append(tf.Variable(bias[g * inter:(g + 1) * inter],
-                                                      trainable=False))
+            inter_columns = slice(g * inter, (g + 1) * inter)
+            self.query_key_value.append(tf.Variable(tf.gather(qkv_kernel, columns, axis=1),
+                                                    trainable=False))
+            self.query_key_value_bias.append(tf.Variable(tf.gather(qkv_bias, columns),
+                                                         trainable=False))
+            self.intermediate.append(tf.Variable(kernel[:, inter_columns], trainable=False))
+            self.intermediate_bias.append(tf.Variable(bias[inter_columns], trainable=False))
 
 
 class HeadBranches(tf.Module):
