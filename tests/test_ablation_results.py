@@ -1,6 +1,6 @@
 """The miniature Tables 5 and 1, the statistics and the committed results:
 intervals, paired differences and verdicts on known inputs, every committed
-JSON recomputed to its verdicts and its tables in docs/results/README.md,
+JSON recomputed to its verdicts and its tables on the results pages,
 the runs across pretraining seeds and side by side, and the span-QA
 diagnosis's variants and its reading of a run."""
 
@@ -49,7 +49,8 @@ def test_committed_results_recompute_to_their_verdicts():
     with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages): every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
-    and the tables in docs/results/README.md are the JSON's."""
+    and the tables in docs/results/README.md (the current design) and
+    earlier_designs.md are the JSON's."""
     from training.ablation.settings import beyond_grid
     from training.ablation.stats import cell_interval
     from training.ablation.stats import paired_difference
@@ -110,12 +111,14 @@ def test_committed_results_recompute_to_their_verdicts():
         return [json.load(open(os.path.join(results, folder, f"{name}.json")))
                 for name in ("table5", "table1")]
 
+    # The earlier designs' page shows the extended grid's runs; the results
+    # page the current design's (span QA on more rows).
+    earlier = open(os.path.join(results, "earlier_designs.md"), encoding="utf-8").read()
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
-    assert format_markdown(*tables("")) in page
+    assert format_markdown(*tables("")) in earlier
     for default, second, third in zip(tables(""), tables("seed1"), tables("seed7")):
         assert format_runs_side_by_side([("--seed=12345 (default)", default),
-                                         ("--seed=1", second), ("--seed=7", third)]) in page
-    # Span QA on more rows: the runs so far side by side, the default's Table 5.
+                                         ("--seed=1", second), ("--seed=7", third)]) in earlier
     rows = [(f"--seed={seed_of[folder]}" + (" (default)" if not folder else ""),
              json.load(open(os.path.join(results, "span_qa_rows", folder, "table5.json"))))
             for folder in designs["span_qa_rows"][2]]
@@ -176,10 +179,12 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
                                          "across_runs did not write"):
         write_combined(str(other), {"table5": combined})
     assert json.load(open(other / "table5.json")) == a
-    # Each design's committed combination is the one its runs give; the page
-    # shows the extended grid's, and the two designs side by side.
+    # Each design's committed combination is the one its runs give; the
+    # earlier designs' page shows the extended grid's and the two grids side
+    # by side, the results page the current design's.
     from training.ablation.across_runs import format_designs_side_by_side
 
+    earlier = open(os.path.join(results, "earlier_designs.md"), encoding="utf-8").read()
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
     for name in ("table5", "table1"):
         designs = []
@@ -194,8 +199,8 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
             combined = combine(read_runs(folders, name))
             text = format_markdown(name, combined)
             assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
-            if not design:  # the page shows the current design's combination
-                assert text in page
+            if not design:
+                assert text in earlier
             designs.append((design or "extended", combined))
             if name == "table5" and not design:  # and span QA on 9,000 rows' three runs
                 folder = os.path.join(results, "span_qa_rows", "across_runs")
@@ -205,11 +210,13 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
                 assert len(committed["runs"]) == 3 and text in page
                 assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
         assert format_designs_side_by_side(
-            [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in page
-    # The front door's results table is Table 5's rows across the runs.
+            [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in earlier
+    # The front door's results table is the current design's Table 5 rows
+    # across the runs.
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    rows = os.path.join(results, "span_qa_rows")
     table5 = format_markdown("table5", combine(read_runs(
-        [os.path.join(results, f) for f in ("", "seed1", "seed7")], "table5")))
+        [os.path.join(rows, f) for f in ("", "seed1", "seed7")], "table5")))
     rows = [line for line in table5.splitlines()[4:] if line.startswith("| ")][:5]
     assert rows and all(row in readme for row in rows), rows
 
@@ -249,7 +256,7 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
     encoder is refused, and so are a --run without a run's settings and an
     output folder holding files it did not write. Each committed diagnosis reads the table's own validation cells
     from its run's JSON, and its table is the JSON's, in
-    docs/results/README.md too."""
+    docs/results/earlier_designs.md too."""
     from keras_bert_impl import preset
     from training.ablation.span_qa_diagnosis import VARIANTS
     from training.ablation.span_qa_diagnosis import check_output_dir
@@ -288,7 +295,7 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
-    page = open(os.path.join(results, "README.md")).read()
+    page = open(os.path.join(results, "earlier_designs.md"), encoding="utf-8").read()
     committed = sorted(os.listdir(os.path.join(results, "span_qa_diagnosis")))
     assert "seed7" in committed
     for seed in committed:  # seed7/ (the pre-registered one), seed1/
