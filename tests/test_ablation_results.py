@@ -46,7 +46,8 @@ def test_committed_results_recompute_to_their_verdicts():
     """docs/results/ (the default run), seed1/ and seed7/ (the same with
     --seed=1 and --seed=7), under the extended learning-rate grid, the
     same three under the first grid in first_grid/, and Table 5's three
-    with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages): every cell's interval
+    with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages,
+    and the default run's Table 1 pretrained again): every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
     and the tables in docs/results/README.md (the current design) and
@@ -63,6 +64,8 @@ def test_committed_results_recompute_to_their_verdicts():
     # design folder: (extend_grid, span QA's training rows, the tables run so far)
     designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
                "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
+               # Table 1 under it, pretrained again (span_qa_rows/PLAN.md)
+               "span_qa_rows/repretrained": (2, 9000, {"": ("table1",)}),
                "span_qa_rows/scaling": (2, 9000, {"": tuple(sorted(
                    name[:-5] for name in os.listdir(os.path.join(results, "span_qa_rows",
                                                                  "scaling"))))})}
@@ -124,6 +127,8 @@ def test_committed_results_recompute_to_their_verdicts():
             for folder in designs["span_qa_rows"][2]]
     assert format_runs_side_by_side(rows) in page
     assert format_markdown(rows[0][1], None) in page
+    assert format_markdown(None, json.load(open(os.path.join(
+        results, "span_qa_rows", "repretrained", "table1.json")))) in page
 
 
 def test_across_runs_intervals_over_pretraining_runs(tmp_path):
