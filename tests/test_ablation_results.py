@@ -219,9 +219,9 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     # The front door's results table is the current design's Table 5 rows
     # across the runs.
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
-    rows = os.path.join(results, "span_qa_rows")
+    current = os.path.join(results, "span_qa_rows")
     table5 = format_markdown("table5", combine(read_runs(
-        [os.path.join(rows, f) for f in ("", "seed1", "seed7")], "table5")))
+        [os.path.join(current, f) for f in ("", "seed1", "seed7")], "table5")))
     rows = [line for line in table5.splitlines()[4:] if line.startswith("| ")][:5]
     assert rows and all(row in readme for row in rows), rows
 
