@@ -65,7 +65,7 @@ def test_committed_results_recompute_to_their_verdicts():
     designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
                "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
                # Table 1 under it, pretrained again (span_qa_rows/PLAN.md)
-               "span_qa_rows/repretrained": (2, 9000, {"": ("table1",)}),
+               "span_qa_rows/repretrained": (2, 9000, {"": ("table1",), "seed1": ("table1",)}),
                "span_qa_rows/scaling": (2, 9000, {"": tuple(sorted(
                    name[:-5] for name in os.listdir(os.path.join(results, "span_qa_rows",
                                                                  "scaling"))))})}
@@ -129,6 +129,10 @@ def test_committed_results_recompute_to_their_verdicts():
     assert format_markdown(rows[0][1], None) in page
     assert format_markdown(None, json.load(open(os.path.join(
         results, "span_qa_rows", "repretrained", "table1.json")))) in page
+    again = [json.load(open(os.path.join(results, "span_qa_rows", "repretrained", folder,
+                                         "table1.json"))) for folder in ("", "seed1")]
+    assert format_runs_side_by_side([("--seed=12345 (default)", again[0]),
+                                     ("--seed=1", again[1])]) in page
 
 
 def test_across_runs_intervals_over_pretraining_runs(tmp_path):
