@@ -47,7 +47,7 @@ def test_committed_results_recompute_to_their_verdicts():
     --seed=1 and --seed=7), under the extended learning-rate grid, the
     same three under the first grid in first_grid/, and Table 5's three
     with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages,
-    and the default run's Table 1 pretrained again): every cell's interval
+    and Table 1 pretrained again in its three runs): every cell's interval
     and every direction's paired difference and verdict recomputed from the
     seeds' scores in the JSON; every cell's rate is its best on validation;
     and the tables in docs/results/README.md (the current design) and
@@ -65,7 +65,7 @@ def test_committed_results_recompute_to_their_verdicts():
     designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
                "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
                # Table 1 under it, pretrained again (span_qa_rows/PLAN.md)
-               "span_qa_rows/repretrained": (2, 9000, {"": ("table1",), "seed1": ("table1",)}),
+               "span_qa_rows/repretrained": (2, 9000, {folder: ("table1",) for folder in seed_of}),
                "span_qa_rows/scaling": (2, 9000, {"": tuple(sorted(
                    name[:-5] for name in os.listdir(os.path.join(results, "span_qa_rows",
                                                                  "scaling"))))})}
@@ -129,10 +129,10 @@ def test_committed_results_recompute_to_their_verdicts():
     assert format_markdown(rows[0][1], None) in page
     assert format_markdown(None, json.load(open(os.path.join(
         results, "span_qa_rows", "repretrained", "table1.json")))) in page
-    again = [json.load(open(os.path.join(results, "span_qa_rows", "repretrained", folder,
-                                         "table1.json"))) for folder in ("", "seed1")]
-    assert format_runs_side_by_side([("--seed=12345 (default)", again[0]),
-                                     ("--seed=1", again[1])]) in page
+    again = [(f"--seed={seed_of[folder]}" + (" (default)" if not folder else ""),
+              json.load(open(os.path.join(results, "span_qa_rows", "repretrained", folder,
+                                          "table1.json")))) for folder in seed_of]
+    assert format_runs_side_by_side(again) in page
 
 
 def test_across_runs_intervals_over_pretraining_runs(tmp_path):
@@ -140,7 +140,8 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     runs: each cell and direction is the t interval over the two runs' means
     (t(0.975, 1) = 12.706205), each run's own verdict tallied; runs whose
     settings differ in more than the seed are refused; the command writes
-    docs/results/across_runs/ as committed."""
+    docs/results/across_runs/ as committed, and so each later design's
+    across_runs/ (Table 5's, and Table 1's pretrained again)."""
     from training.ablation.across_runs import combine
     from training.ablation.across_runs import format_markdown
     from training.ablation.across_runs import read_runs
@@ -218,6 +219,13 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
                     [os.path.join(root, r["folder"]) for r in committed["runs"]], name)))
                 assert len(committed["runs"]) == 3 and text in page
                 assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
+            if name == "table1" and not design:  # and its Table 1, pretrained again
+                folder = os.path.join(results, "span_qa_rows", "repretrained", "across_runs")
+                committed = json.load(open(os.path.join(folder, "table1.json")))
+                text = format_markdown(name, combine(read_runs(
+                    [os.path.join(root, r["folder"]) for r in committed["runs"]], name)))
+                assert len(committed["runs"]) == 3 and text in page
+                assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
         assert format_designs_side_by_side(
             [("first grid", designs[1][1]), ("extended grid", designs[0][1])]) in earlier
     # The front door's results table is the current design's Table 5 rows
@@ -228,6 +236,16 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
         [os.path.join(current, f) for f in ("", "seed1", "seed7")], "table5")))
     rows = [line for line in table5.splitlines()[4:] if line.startswith("| ")][:5]
     assert rows and all(row in readme for row in rows), rows
+    # and its Table 1 sentence the three pretrained-again runs' differences.
+    from training.ablation.across_runs import _interval
+
+    table1 = json.load(open(os.path.join(current, "repretrained", "across_runs", "table1.json")))
+    said = " ".join(readme.split())
+    for better, worse, task in (("bert", "gpt", "answer_sentence"), ("bert", "elmo", "topic"),
+                                ("bert", "elmo", "answer_sentence")):
+        found = next(d for d in table1["directions"] if (d["better"], d["worse"]) == (
+            better, worse))["here"][task]
+        assert _interval(found["difference"]) in said, (better, worse, task)
 
 
 def test_runs_side_by_side_give_each_direction_in_each_run():
