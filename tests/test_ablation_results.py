@@ -66,6 +66,8 @@ def test_committed_results_recompute_to_their_verdicts():
                "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
                # Table 1 under it, pretrained again (span_qa_rows/PLAN.md)
                "span_qa_rows/repretrained": (2, 9000, {folder: ("table1",) for folder in seed_of}),
+               # Table 5's command timed from a fresh folder (a fourth pretraining run)
+               "span_qa_rows/timed": (2, 9000, {"": ("table5",)}),
                "span_qa_rows/scaling": (2, 9000, {"": tuple(sorted(
                    name[:-5] for name in os.listdir(os.path.join(results, "span_qa_rows",
                                                                  "scaling"))))})}
