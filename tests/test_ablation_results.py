@@ -43,9 +43,10 @@ def test_intervals_paired_differences_and_verdicts():
 
 
 def test_committed_results_recompute_to_their_verdicts():
-    """docs/results/ (the default run), seed1/ and seed7/ (the same with
-    --seed=1 and --seed=7), under the extended learning-rate grid, the
-    same three under the first grid in first_grid/, and Table 5's three
+    """docs/results/extended_grid/ (the default run), seed1/ and seed7/ in
+    it (the same with --seed=1 and --seed=7), under the extended
+    learning-rate grid, the same three under the first grid in
+    first_grid/, and Table 5's three
     with span QA on 9,000 rows in span_qa_rows/ (and its scaling stages,
     and Table 1 pretrained again in its three runs): every cell's interval
     and every direction's paired difference and verdict recomputed from the
@@ -59,10 +60,13 @@ def test_committed_results_recompute_to_their_verdicts():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
+    # The folder is a map: the two pages and one folder per design.
+    assert sorted(os.listdir(results)) == ["README.md", "earlier_designs.md", "extended_grid",
+                                           "first_grid", "span_qa_rows"]
     seed_of = {"": 12345, "seed1": 1, "seed7": 7}
     every = {folder: ("table5", "table1") for folder in seed_of}
     # design folder: (extend_grid, span QA's training rows, the tables run so far)
-    designs = {"": (2, 2500, every), "first_grid": (0, 2500, every),
+    designs = {"extended_grid": (2, 2500, every), "first_grid": (0, 2500, every),
                "span_qa_rows": (2, 9000, {folder: ("table5",) for folder in seed_of}),
                # Table 1 under it, pretrained again (span_qa_rows/PLAN.md)
                "span_qa_rows/repretrained": (2, 9000, {folder: ("table1",) for folder in seed_of}),
@@ -113,7 +117,7 @@ def test_committed_results_recompute_to_their_verdicts():
     from training.ablation.table import format_runs_side_by_side
 
     def tables(folder):
-        return [json.load(open(os.path.join(results, folder, f"{name}.json")))
+        return [json.load(open(os.path.join(results, "extended_grid", folder, f"{name}.json")))
                 for name in ("table5", "table1")]
 
     # The earlier designs' page shows the extended grid's runs; the results
@@ -142,7 +146,7 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     runs: each cell and direction is the t interval over the two runs' means
     (t(0.975, 1) = 12.706205), each run's own verdict tallied; runs whose
     settings differ in more than the seed are refused; the command writes
-    docs/results/across_runs/ as committed, and so each later design's
+    extended_grid/across_runs/ as committed, and so each other design's
     across_runs/ (Table 5's, and Table 1's pretrained again)."""
     from training.ablation.across_runs import combine
     from training.ablation.across_runs import format_markdown
@@ -150,7 +154,8 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
-    runs = read_runs([results, os.path.join(results, "seed1")], "table5")
+    extended = os.path.join(results, "extended_grid")
+    runs = read_runs([extended, os.path.join(extended, "seed1")], "table5")
     combined = combine(runs)
     (_, a), (_, b) = runs
     bert_a = a["systems"]["bert"]["tasks"]["span_qa"]["interval"]["mean"]
@@ -174,10 +179,10 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     changed = dict(b, settings={**b["settings"], "seed": 99, "num_train": 100})
     (other / "table5.json").write_text(json.dumps(changed))
     with pytest.raises(ValueError, match="setting num_train=100"):
-        read_runs([results, str(other)], "table5")
+        read_runs([extended, str(other)], "table5")
     (other / "table5.json").write_text(json.dumps(a))
     with pytest.raises(ValueError, match="both seed 12345"):
-        read_runs([results, str(other)], "table5")
+        read_runs([extended, str(other)], "table5")
     # The command's folder is swapped in whole; a folder holding anything it
     # did not write (a run's own table5.json) is refused and left as it was.
     from training.ablation.across_runs import write_combined
@@ -200,7 +205,7 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
     page = open(os.path.join(results, "README.md"), encoding="utf-8").read()
     for name in ("table5", "table1"):
         designs = []
-        for design in ("", "first_grid"):
+        for design in ("extended_grid", "first_grid"):
             folder = os.path.join(results, design, "across_runs")
             committed = json.load(open(os.path.join(folder, f"{name}.json")))
             folders = [os.path.join(root, r["folder"]) for r in committed["runs"]]
@@ -211,17 +216,17 @@ def test_across_runs_intervals_over_pretraining_runs(tmp_path):
             combined = combine(read_runs(folders, name))
             text = format_markdown(name, combined)
             assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
-            if not design:
+            if design == "extended_grid":
                 assert text in earlier
-            designs.append((design or "extended", combined))
-            if name == "table5" and not design:  # and span QA on 9,000 rows' three runs
+            designs.append((design, combined))
+            if name == "table5" and design == "extended_grid":  # and span QA on 9,000 rows' three runs
                 folder = os.path.join(results, "span_qa_rows", "across_runs")
                 committed = json.load(open(os.path.join(folder, "table5.json")))
                 text = format_markdown(name, combine(read_runs(
                     [os.path.join(root, r["folder"]) for r in committed["runs"]], name)))
                 assert len(committed["runs"]) == 3 and text in page
                 assert text in open(os.path.join(folder, "tables.md"), encoding="utf-8").read()
-            if name == "table1" and not design:  # and its Table 1, pretrained again
+            if name == "table1" and design == "extended_grid":  # and its Table 1, pretrained again
                 folder = os.path.join(results, "span_qa_rows", "repretrained", "across_runs")
                 committed = json.load(open(os.path.join(folder, "table1.json")))
                 text = format_markdown(name, combine(read_runs(
@@ -325,10 +330,10 @@ def test_span_qa_diagnosis_wraps_the_encoders_and_reads_the_runs_cells(tmp_path)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
     page = open(os.path.join(results, "earlier_designs.md"), encoding="utf-8").read()
-    committed = sorted(os.listdir(os.path.join(results, "span_qa_diagnosis")))
+    committed = sorted(os.listdir(os.path.join(results, "first_grid", "span_qa_diagnosis")))
     assert "seed7" in committed
     for seed in committed:  # seed7/ (the pre-registered one), seed1/
-        folder = os.path.join(results, "span_qa_diagnosis", seed)
+        folder = os.path.join(results, "first_grid", "span_qa_diagnosis", seed)
         diagnosis = json.load(open(os.path.join(folder, "diagnosis.json")))
         assert f"seed{diagnosis['seed']}" == seed and set(diagnosis["variants"]) == set(VARIANTS)
         # It ran on the first grid's runs (before the grid was extended).

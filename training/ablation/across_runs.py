@@ -3,7 +3,8 @@ differ only in `--seed`, read from the JSON each run wrote (committed, so
 every run can come from another machine or session).
 
     python -m training.ablation.across_runs \\
-        --runs=docs/results,docs/results/seed1 --output_dir=docs/results/across_runs
+        --runs=docs/results/span_qa_rows,docs/results/span_qa_rows/seed1 \\
+        --output_dir=docs/results/span_qa_rows/across_runs
 
 Pre-registration
 ----------------

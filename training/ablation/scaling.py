@@ -9,7 +9,7 @@ run. Each budget is a stage, run by one command (the stages take 30-100
 minutes each on 2 cores) that writes `scaling/stage_<steps>.json` when it
 is done; the next `--scaling` runs the next stage. A stage's JSON copied
 into another machine's `<output_dir>/scaling/` (for example from
-`docs/results/`) counts as done there. After every stage, `scaling.json`
+`docs/results/span_qa_rows/`) counts as done there. After every stage, `scaling.json`
 and `scaling.png` are redrawn from all stages present: each direction's
 paired difference (mean and 95% interval) against the pretraining steps.
 """

@@ -39,7 +39,7 @@ Design, fixed before any variant ran (this docstring was committed first):
     the answer from the last layer, frozen or not.
 
     python -m training.ablation.span_qa_diagnosis --run=/work/runs/t5seed7 \\
-        --output_dir=docs/results/span_qa_diagnosis/seed7
+        --output_dir=docs/results/first_grid/span_qa_diagnosis/seed7
 
 Writes `diagnosis.json` (every score, the settings, the code's commit) and
 `diagnosis.md` (the table) into `--output_dir`, swapped in whole; the
