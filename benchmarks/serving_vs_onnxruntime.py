@@ -26,6 +26,13 @@ round, pooled over rounds, and batch-`--batch_size` throughput. The table
 gives each side's figures and ours over ONNX Runtime's. Parity: each side's
 logits on one fixed batch, max abs difference from ours.
 
+The ceiling: each batch throughput also as a share of the float32 matmul
+peak of this machine (a 4096 x 1024 x 1024 matmul on every core, the best of
+TensorFlow's oneDNN in `ours_one_graph`'s process and ONNX Runtime's MLAS in
+its own), counting the forward matmuls' FLOPs; and the share that 1.25x ONNX
+Runtime's throughput would need. At a share near 100% no serving graph on
+these matmul kernels can give it.
+
 The peers need `torch`, `transformers`, `onnxruntime`, `onnx`, `tokenizers`
 and `safetensors` (the `bench` extra); `--peer_python` runs them with
 another interpreter (an environment without TensorFlow is fine: the peer
@@ -84,6 +91,25 @@ def _ids(batch, length, vocab_size):
     ids = rng.integers(1000, vocab_size, (batch, length)).astype(np.int32)
     ids[:, 0], ids[:, -1] = 101, 102
     return ids
+
+
+def _best_gflops(run, flops=2 * 4096 * 1024 * 1024):
+    for _ in range(3):
+        run()
+    best = float("inf")
+    for _ in range(10):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return flops / best / 1e9
+
+
+def _forward_flops(config, length):
+    """Matmul FLOPs of one sequence of `length` through the classifier's
+    encoder and pooler (`config`: the Hugging Face config's dict)."""
+    h, i = config["hidden_size"], config["intermediate_size"]
+    per_token = config["num_hidden_layers"] * (2 * (4 * h * h + 2 * h * i) + 2 * 2 * length * h)
+    return length * per_token + 2 * h * h
 
 
 # --- the shared weights ------------------------------------------------------------------------
@@ -161,6 +187,13 @@ class _Ours:
         return self.signatures[length]["serving_text"](
             text=self.tf.constant(texts))["logits"].numpy()
 
+    def peak(self):
+        """GFLOP/s of a float32 4096 x 1024 x 1024 matmul on this process's threads."""
+        tf = self.tf
+        a, b = tf.random.normal((4096, 1024)), tf.random.normal((1024, 1024))
+        matmul = tf.function(tf.matmul)
+        return _best_gflops(lambda: matmul(a, b).numpy())
+
 
 class _Transformers:
     def __init__(self, folder, onnx):
@@ -215,6 +248,29 @@ class _Transformers:
         ids = ids.astype(np.int64)
         return self._run(ids, np.ones_like(ids), np.zeros_like(ids))
 
+    def peak(self):
+        """GFLOP/s of ONNX Runtime's float32 4096 x 1024 x 1024 MatMul on the
+        model session's threads."""
+        import onnxruntime
+        from onnx import TensorProto
+        from onnx import helper
+        from onnx import numpy_helper
+
+        rng = np.random.default_rng(SEED)
+        a = rng.standard_normal((4096, 1024)).astype(np.float32)
+        b = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "b")
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["a", "b"], ["c"])], "peak",
+            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4096, 1024])],
+            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4096, 1024])], [b])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = _threads()
+        session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                               providers=["CPUExecutionProvider"])
+        return _best_gflops(lambda: session.run(None, {"a": a}))
+
     def text(self, texts, length):
         self.tokenizer.enable_truncation(length)
         self.tokenizer.enable_padding(length=length)
@@ -233,6 +289,9 @@ def _worker(args):
     print("READY", flush=True)
     for line in sys.stdin:
         order = json.loads(line)
+        if order["kind"] == "peak":
+            print(json.dumps({"gflops": side.peak()}), flush=True)
+            continue
         kind, length, batch, calls = order["kind"], order["length"], order["batch"], order["calls"]
         ids, texts = _ids(batch, length, vocab_size), _texts(batch, length)
 
@@ -297,6 +356,10 @@ def main(argv):
                             rate[side, kind, length].append(
                                 args.batch_size / statistics.median(many["times"]))
                             parity[side, kind, length] = np.array(many["logits"])
+            peaks = {side: _ask(procs[side], kind="peak")["gflops"]
+                     for side in ("ours_one_graph", "onnxruntime")}
+            with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+                config = json.load(f)
         finally:
             for proc in procs.values():
                 proc.stdin.close()
@@ -320,6 +383,17 @@ def main(argv):
             ratios = "".join(f"   {o[0] / ort[0]:12.2f} {o[1] / ort[1]:4.2f} {o[2] / ort[2]:5.2f}"
                              for o in (figures["ours"], figures["ours_one_graph"]))
             print(f"{kind:9s} {length:4d}  " + "  ".join(cells) + ratios)
+    peak = max(peaks.values())
+    print(f"\nfloat32 matmul peak (4096 x 1024 x 1024, {_threads()} threads): TensorFlow "
+          f"{peaks['ours_one_graph']:.0f}, ONNX Runtime {peaks['onnxruntime']:.0f} GFLOP/s; "
+          f"batch {args.batch_size} ids throughput as a share of {peak:.0f}:")
+    for length in lengths:
+        flops = _forward_flops(config, length)
+        shares = {side: 100 * max(rate[side, "ids", length]) * flops / 1e9 / peak
+                  for side in SIDES}
+        print(f"  {length:4d} tokens ({flops / 1e9:.2f} GFLOP a sequence): " + ", ".join(
+            f"{side} {share:.0f}%" for side, share in shares.items())
+            + f"; 1.25x ONNX Runtime would need {1.25 * shares['onnxruntime']:.0f}%")
     for (side, kind, length), logits in sorted(parity.items()):
         if side != "ours":
             diff = np.abs(logits - parity["ours", kind, length]).max()

@@ -167,8 +167,11 @@ class TransformerEncoder(keras.layers.Layer):
         kernel = cast(attention.output_dense.kernel)  # (H, H)
         parts = []
         for g in range(count):
-            qkv = (keras.ops.matmul(x, cast(weights.query_key_value[g]))
-                   + cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
+            # keras.ops.add, not `+`: with it grappler fuses the bias (and the
+            # GELU below) into oneDNN's matmul, as in Dense layers; with `+`
+            # the GELU ran as separate Erfc and Mul ops.
+            qkv = keras.ops.add(keras.ops.matmul(x, cast(weights.query_key_value[g])),
+                                cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
             query, key, value = attention.split_heads(qkv, batch, seq,
                                                       self.num_attention_heads // count)
             context = attention.context(query, key, value, input_mask)  # (B*S, H / count)
@@ -179,9 +182,10 @@ class TransformerEncoder(keras.layers.Layer):
         rows = keras.ops.reshape(x, (-1, h))
         activation = self.intermediate_dense.activation
         kernel = cast(self.output_dense.kernel)  # (I, H)
-        parts = [keras.ops.matmul(activation(keras.ops.matmul(rows, cast(weights.intermediate[g]))
-                                             + cast(weights.intermediate_bias[g])),
-                                  kernel[g * inter:(g + 1) * inter]) for g in range(count)]
+        parts = [keras.ops.matmul(activation(keras.ops.add(
+            keras.ops.matmul(rows, cast(weights.intermediate[g])),
+            cast(weights.intermediate_bias[g]))), kernel[g * inter:(g + 1) * inter])
+            for g in range(count)]
         f = sum(parts[1:], parts[0]) + cast(self.output_dense.bias)
         x = self.output_layer_norm(x + keras.ops.reshape(f, (batch, seq, h)))
         return cast(x)

@@ -1,0 +1,59 @@
+"""The served blocks' matmuls keep oneDNN's fusions.
+
+On CPU, TensorFlow's graph optimizer (grappler's remapper) fuses MatMul +
+BiasAdd (+ GELU) into one `_FusedMatMul`, which oneDNN runs as a single
+kernel; an unfused exact GELU costs Neg, Erfc and Mul ops on every
+request. The fusion depends on how the graph is written (a `+` where
+`keras.ops.add` was needed once cost the head branches every fusion), so
+this reads the optimized graph of each inference layout.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.grappler import tf_optimizer
+from tensorflow.python.training import saver
+
+from keras_bert_impl.layers import TransformerEncoder
+from keras_bert_impl.layers.head_branches import HeadBranches
+from keras_bert_impl.layers.head_branches import traced_in_head_branches
+from keras_bert_impl.layers.row_branches import traced_in_row_branches
+
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"  # the remapper fuses placed nodes only
+
+
+def optimized_ops(function):
+    """(op type, fused ops) of every node of `function`'s graph after grappler."""
+    graph = function.get_concrete_function().graph
+    meta = saver.export_meta_graph(graph_def=graph.as_graph_def(), graph=graph)
+    meta.collection_def["train_op"].node_list.value.extend(
+        t.name.split(":")[0] for t in function.get_concrete_function().outputs)
+    optimized = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
+    nodes = list(optimized.node) + [n for f in optimized.library.function for n in f.node_def]
+    return [(n.op, [s.decode() for s in n.attr["fused_ops"].list.s]) for n in nodes]
+
+
+@pytest.mark.parametrize("layout", ["one_graph", "row_branches", "head_branches"])
+def test_inference_blocks_fuse_bias_and_gelu_into_their_matmuls(layout):
+    block = TransformerEncoder(12, 4, 36, "gelu", 0.0, 0.0)
+    block(np.zeros((1, 5, 12), "float32"), np.ones((1, 5), "int32"))
+    branches = HeadBranches([block], 2)
+    spec = [tf.TensorSpec([None, None, 12]), tf.TensorSpec([None, None], tf.int32)]
+
+    @tf.function(input_signature=spec)
+    def infer(x, mask):
+        with tf.device(CPU):
+            if layout == "head_branches":
+                with traced_in_head_branches(branches):
+                    return block(x, mask, training=False)
+            with traced_in_row_branches(2 if layout == "row_branches" else 1):
+                return block(x, mask, training=False)
+
+    ops = optimized_ops(infer)
+    assert not [op for op, _ in ops if op in ("Erf", "Erfc")], ops
+    fused = [f for op, f in ops if op == "_FusedMatMul"]
+    count = 1 if layout == "one_graph" else 2
+    assert fused.count(["BiasAdd", "GeluExact"]) == count, fused
+    # The query-key-value projections (one per branch) carry their bias.
+    assert fused.count(["BiasAdd"]) >= count, fused
