@@ -27,11 +27,13 @@ gives each side's figures and ours over ONNX Runtime's. Parity: each side's
 logits on one fixed batch, max abs difference from ours.
 
 The ceiling: each batch throughput also as a share of the float32 matmul
-peak of this machine (a 4096 x 1024 x 1024 matmul on every core, the best of
-TensorFlow's oneDNN in `ours_one_graph`'s process and ONNX Runtime's MLAS in
-its own), counting the forward matmuls' FLOPs; and the share that 1.25x ONNX
-Runtime's throughput would need. At a share near 100% no serving graph on
-these matmul kernels can give it.
+peak of this machine (one 4096 x 1024 x 1024 matmul on every core, the
+better of TensorFlow's oneDNN in `ours_one_graph`'s process and ONNX
+Runtime's MLAS in its own), counting the forward matmuls' FLOPs; and the
+share that 1.25x ONNX Runtime's throughput would need. The row branches'
+single-threaded matmuls side by side can come a few percent above one
+matmul split across the cores, but not much more: at a needed share above
+100% no serving graph on these matmul kernels gives it.
 
 The peers need `torch`, `transformers`, `onnxruntime`, `onnx`, `tokenizers`
 and `safetensors` (the `bench` extra); `--peer_python` runs them with
