@@ -258,6 +258,13 @@ def saved_object(module):
     layer (`dir` and `getattr`, properties that walk sublayers included):
     about 1.4 s of a 2-layer XLNet's 3 s save, measured. Tokenizers and
     `class_labels` stay as they are (`loaded.class_labels`).
+
+    The variables are kept as the `tf.Variable`s under Keras' (Keras' own
+    `ExportArchive` also saves plain `tf.Variable`s): a Keras 3 variable
+    saved itself exports as a second resource beside the one the signatures
+    read, and loaders that restore the graph's variables by name (TF
+    Serving's C++ loader, or `tf.compat.v1.saved_model.loader.load`) fill
+    only that copy, so every request failed with `Could not find variable`.
     """
     saved = tf.Module()
     variables = {}
@@ -265,11 +272,20 @@ def saved_object(module):
         if name.startswith("_"):
             continue
         if isinstance(value, keras.layers.Layer):
-            variables.update((id(v), v) for v in value.variables)
+            variables.update((id(v), _tf_variable(v)) for v in value.variables)
         elif isinstance(value, tf.Module | tf.Variable):
             setattr(saved, name, value)
     saved.keras_variables = list(variables.values())
     return saved
+
+
+def _tf_variable(variable):
+    """The `tf.Variable` holding a Keras variable's value."""
+    value = variable.value if isinstance(variable, keras.Variable) else variable
+    if not isinstance(value, tf.Variable):
+        raise TypeError(f"{variable.path}: expected a tf.Variable under the Keras "
+                        f"variable; got {type(value).__name__}")
+    return value
 
 
 def save_module_atomic(module, export_dir, signatures):

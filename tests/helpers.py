@@ -136,3 +136,19 @@ def our_autograph_conversions():
         yield converted
     finally:
         api._convert_actual = original
+
+
+def tf1_session_outputs(export_dir, signature, inputs):
+    """`signature`'s outputs from the SavedModel at `export_dir` loaded as TF
+    Serving's C++ loader loads it: the graph, its restore op and its init op
+    in a TensorFlow 1 `Session` (`tf.compat.v1.saved_model.loader.load`),
+    `inputs` (name -> array) fed by the signature's names."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default(), tf.compat.v1.Session(graph=graph) as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+        sig = meta.signature_def[signature]
+        feed = {graph.get_tensor_by_name(sig.inputs[k].name): v for k, v in inputs.items()}
+        fetch = {k: graph.get_tensor_by_name(v.name) for k, v in sig.outputs.items()}
+        return session.run(fetch, feed)

@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 from forked_python import run_python
 from helpers import assert_config_round_trip
+from helpers import tf1_session_outputs
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.elmo import ElmoBackbone
@@ -463,3 +464,6 @@ def test_elmo_pretrains_end_to_end_and_exports_bilm_tf_files(tmp_path):
     top = np.concatenate([ours["forward_output"], ours["backward_output"]], -1)  # (2, 6, 128)
     np.testing.assert_allclose(out["lm_embeddings"][0, 2].numpy(), top[0, 1:5], atol=1e-5)
     np.testing.assert_allclose(out["lm_embeddings"][1, 2, :2].numpy(), top[1, 1:3], atol=1e-5)
+    tf1 = tf1_session_outputs(str(export / "saved_model"), "serving_default",
+                              {"tokens": tokens.numpy()})  # as TF Serving loads it
+    np.testing.assert_allclose(tf1["lm_embeddings"], out["lm_embeddings"].numpy(), atol=1e-6)

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 from forked_python import run_python
+from helpers import tf1_session_outputs
 from helpers import write_docstring_corpus
 
 from keras_bert_impl import BertCausalLMPretrainer
@@ -146,6 +147,9 @@ def test_gpt_pretrains_end_to_end(text, tmp_path):
     x = {"input_word_ids": out["input_word_ids"], "input_mask": out["input_mask"]}
     np.testing.assert_allclose(out["lm_logits"].numpy(), model.predict(x, verbose=0)["lm"],
                                atol=1e-4)
+    tf1 = tf1_session_outputs(str(export / "saved_model"), "serving_text",
+                              {"text": np.array(texts, object)})  # as TF Serving loads it
+    np.testing.assert_allclose(tf1["lm_logits"], out["lm_logits"].numpy(), atol=1e-5)
     # A text longer than the window: its next token follows its last tokens.
     long = " ".join(f"path{k} name" for k in range(200))
     out = serving.signatures["serving_text"](text=tf.constant([long]))

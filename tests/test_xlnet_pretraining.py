@@ -22,6 +22,7 @@ import pytest
 import tensorflow as tf
 from forked_python import run_python
 from helpers import run_workers
+from helpers import tf1_session_outputs
 from helpers import write_docstring_corpus
 
 from keras_bert_impl.xlnet import XLNetBackbone
@@ -505,6 +506,9 @@ def test_pretrains_resumes_exports_and_mirrors(text, tmp_path):
     expected = np.asarray(hf(x, training=False)["sequence_output"])
     np.testing.assert_allclose(out["sequence_output"].numpy(), expected, atol=1e-5)
     np.testing.assert_allclose(out["last_output"].numpy(), expected[:, -1], atol=1e-5)
+    tf1 = tf1_session_outputs(str(export / "saved_model"), "serving_text",
+                              {"text": np.array(texts, object)})  # as TF Serving loads it
+    np.testing.assert_allclose(tf1["sequence_output"], expected, atol=1e-5)
     rng = np.random.default_rng(0)
     x["perm_mask"] = (rng.random((2, 16, 16)) < 0.5).astype("float32")
     x["target_mapping"] = np.eye(16, dtype="float32")[[[3, 15], [9, 0]]]
