@@ -42,6 +42,7 @@ side imports none of this package).
 
     python benchmarks/serving_vs_onnxruntime.py --peer_python=/path/to/torchenv/bin/python
     python benchmarks/serving_vs_onnxruntime.py --model=base --seq_lengths=128 --rounds=2
+    python benchmarks/serving_vs_onnxruntime.py --floor --seq_lengths=32,128  # and serving_bounds.Floor
 """
 
 import json
@@ -55,6 +56,7 @@ import time
 import numpy as np
 from absl import app
 from absl import flags
+from serving_bounds import forward_flops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = ("ours", "ours_one_graph", "onnxruntime", "pytorch")
@@ -74,7 +76,9 @@ flags.DEFINE_integer("latency_calls", 100, "Batch-1 requests per round.")
 flags.DEFINE_integer("throughput_calls", 4, "Batch requests per round (their median).")
 flags.DEFINE_string("peer_python", sys.executable, "Interpreter of the ONNX Runtime and "
                     "PyTorch sides (an environment with the bench extra).")
-flags.DEFINE_enum("worker", None, list(SIDES), "Internal: run one side's worker.")
+flags.DEFINE_bool("floor", False, "Also time `serving_bounds.Floor` (ids, batch 1): the "
+                  "export's matmuls, softmax and GELU alone, a floor under ours.")
+flags.DEFINE_enum("worker", None, list(SIDES) + ["floor"], "Internal: run one side's worker.")
 flags.DEFINE_string("folder", None, "Internal: the worker's shared-weights folder.")
 
 
@@ -93,25 +97,6 @@ def _ids(batch, length, vocab_size):
     ids = rng.integers(1000, vocab_size, (batch, length)).astype(np.int32)
     ids[:, 0], ids[:, -1] = 101, 102
     return ids
-
-
-def _best_gflops(run, flops=2 * 4096 * 1024 * 1024):
-    for _ in range(3):
-        run()
-    best = float("inf")
-    for _ in range(10):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return flops / best / 1e9
-
-
-def _forward_flops(config, length):
-    """Matmul FLOPs of one sequence of `length` through the classifier's
-    encoder and pooler (`config`: the Hugging Face config's dict)."""
-    h, i = config["hidden_size"], config["intermediate_size"]
-    per_token = config["num_hidden_layers"] * (2 * (4 * h * h + 2 * h * i) + 2 * 2 * length * h)
-    return length * per_token + 2 * h * h
 
 
 # --- the shared weights ------------------------------------------------------------------------
@@ -190,11 +175,9 @@ class _Ours:
             text=self.tf.constant(texts))["logits"].numpy()
 
     def peak(self):
-        """GFLOP/s of a float32 4096 x 1024 x 1024 matmul on this process's threads."""
-        tf = self.tf
-        a, b = tf.random.normal((4096, 1024)), tf.random.normal((1024, 1024))
-        matmul = tf.function(tf.matmul)
-        return _best_gflops(lambda: matmul(a, b).numpy())
+        from serving_bounds import tf_matmul_peak
+
+        return tf_matmul_peak()
 
 
 class _Transformers:
@@ -251,27 +234,9 @@ class _Transformers:
         return self._run(ids, np.ones_like(ids), np.zeros_like(ids))
 
     def peak(self):
-        """GFLOP/s of ONNX Runtime's float32 4096 x 1024 x 1024 MatMul on the
-        model session's threads."""
-        import onnxruntime
-        from onnx import TensorProto
-        from onnx import helper
-        from onnx import numpy_helper
+        from serving_bounds import ort_matmul_peak
 
-        rng = np.random.default_rng(SEED)
-        a = rng.standard_normal((4096, 1024)).astype(np.float32)
-        b = numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), "b")
-        graph = helper.make_graph(
-            [helper.make_node("MatMul", ["a", "b"], ["c"])], "peak",
-            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4096, 1024])],
-            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [4096, 1024])], [b])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = _threads()
-        session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                               providers=["CPUExecutionProvider"])
-        return _best_gflops(lambda: session.run(None, {"a": a}))
+        return ort_matmul_peak(_threads())
 
     def text(self, texts, length):
         self.tokenizer.enable_truncation(length)
@@ -284,8 +249,14 @@ class _Transformers:
 
 def _worker(args):
     lengths = [int(x) for x in args.seq_lengths.split(",")]
-    side = (_Ours(args.folder, lengths, 1 if args.worker == "ours_one_graph" else _threads())
-            if args.worker.startswith("ours") else _Transformers(args.folder, onnx=args.worker == "onnxruntime"))
+    if args.worker == "floor":
+        from serving_bounds import Floor
+
+        side = Floor(args.folder, _threads())
+    elif args.worker.startswith("ours"):
+        side = _Ours(args.folder, lengths, 1 if args.worker == "ours_one_graph" else _threads())
+    else:
+        side = _Transformers(args.folder, onnx=args.worker == "onnxruntime")
     with open(os.path.join(args.folder, "config.json"), encoding="utf-8") as f:
         vocab_size = json.load(f)["vocab_size"]
     print("READY", flush=True)
@@ -313,7 +284,7 @@ def _worker(args):
 
 
 def _start(side, args, folder):
-    python = sys.executable if side.startswith("ours") else args.peer_python
+    python = sys.executable if side.startswith("ours") or side == "floor" else args.peer_python
     env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen(
         [python, os.path.abspath(__file__), f"--worker={side}", f"--folder={folder}",
@@ -341,7 +312,9 @@ def main(argv):
     lengths = [int(x) for x in args.seq_lengths.split(",")]
     with tempfile.TemporaryDirectory() as folder:
         _prepare(args, folder)
-        procs = {side: _start(side, args, folder) for side in SIDES}
+        procs = {side: _start(side, args, folder)
+                 for side in SIDES + (("floor",) if args.floor else ())}
+        floor = {n: [] for n in lengths}
         latency = {(s, k, n): [] for s in SIDES for k in ("ids", "text") for n in lengths}
         rate = {(s, k, n): [] for s in SIDES for k in ("ids", "text") for n in lengths}
         parity = {}
@@ -358,6 +331,9 @@ def main(argv):
                             rate[side, kind, length].append(
                                 args.batch_size / statistics.median(many["times"]))
                             parity[side, kind, length] = np.array(many["logits"])
+                        if args.floor and kind == "ids":
+                            floor[length] += _ask(procs["floor"], kind=kind, length=length,
+                                                  batch=1, calls=args.latency_calls)["times"]
             peaks = {side: _ask(procs[side], kind="peak")["gflops"]
                      for side in ("ours_one_graph", "onnxruntime")}
             with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
@@ -385,12 +361,20 @@ def main(argv):
             ratios = "".join(f"   {o[0] / ort[0]:12.2f} {o[1] / ort[1]:4.2f} {o[2] / ort[2]:5.2f}"
                              for o in (figures["ours"], figures["ours_one_graph"]))
             print(f"{kind:9s} {length:4d}  " + "  ".join(cells) + ratios)
+    if args.floor:
+        print("\nfloor (serving_bounds.Floor: the export's matmuls, softmax and GELU alone, in "
+              "its row branches), ids, batch 1, p50 / p99 ms, over ONNX Runtime's:")
+        for length in lengths:
+            mine = np.percentile(np.array(floor[length]) * 1e3, [50, 99])
+            ort = np.percentile(np.array(latency["onnxruntime", "ids", length]) * 1e3, [50, 99])
+            print(f"  {length:4d} tokens: {mine[0]:.2f} / {mine[1]:.2f}; "
+                  f"{mine[0] / ort[0]:.2f}x / {mine[1] / ort[1]:.2f}x")
     peak = max(peaks.values())
     print(f"\nfloat32 matmul peak (4096 x 1024 x 1024, {_threads()} threads): TensorFlow "
           f"{peaks['ours_one_graph']:.0f}, ONNX Runtime {peaks['onnxruntime']:.0f} GFLOP/s; "
           f"batch {args.batch_size} ids throughput as a share of {peak:.0f}:")
     for length in lengths:
-        flops = _forward_flops(config, length)
+        flops = forward_flops(config, length)
         shares = {side: 100 * max(rate[side, "ids", length]) * flops / 1e9 / peak
                   for side in SIDES}
         print(f"  {length:4d} tokens ({flops / 1e9:.2f} GFLOP a sequence): " + ", ".join(
