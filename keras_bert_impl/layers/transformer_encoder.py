@@ -169,7 +169,8 @@ class TransformerEncoder(keras.layers.Layer):
         for g in range(count):
             # keras.ops.add, not `+`: with it grappler fuses the bias (and the
             # GELU below) into oneDNN's matmul, as in Dense layers; with `+`
-            # the GELU ran as separate Erfc and Mul ops.
+            # neither fused and the GELU ran as separate Neg, Erfc and Mul
+            # ops (tests/test_fused_inference_graph.py).
             qkv = keras.ops.add(keras.ops.matmul(x, cast(weights.query_key_value[g])),
                                 cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
             query, key, value = attention.split_heads(qkv, batch, seq,
