@@ -18,9 +18,10 @@ every position's keys and values. If this skeleton already takes ONNX
 Runtime's time, no rewrite of our graph into fewer stock ops gets below it.
 
 The ceiling: a batch cannot run its matmuls faster than the machine's
-float32 matmul peak (`tf_matmul_peak`, `ort_matmul_peak`: one 4096 x 1024 x
-1024 matmul on every core); `forward_flops` counts a sequence's matmul
-FLOPs, so throughput x FLOPs / peak is the share of it a side reaches.
+float32 matmul peak (one 4096 x 1024 x 1024 matmul on every core:
+`train_step_timing.measure_matmul_peak` for TensorFlow, `ort_matmul_peak`
+for ONNX Runtime); `forward_flops` counts a sequence's matmul FLOPs, so
+throughput x FLOPs / peak is the share of it a side reaches.
 """
 
 import os
@@ -90,16 +91,6 @@ def best_gflops(run, flops=2 * 4096 * 1024 * 1024):
         run()
         best = min(best, time.perf_counter() - start)
     return flops / best / 1e9
-
-
-def tf_matmul_peak():
-    """TensorFlow's float32 4096 x 1024 x 1024 matmul, GFLOP/s on this
-    process's threads."""
-    import tensorflow as tf
-
-    a, b = tf.random.normal((4096, 1024)), tf.random.normal((1024, 1024))
-    matmul = tf.function(tf.matmul)
-    return best_gflops(lambda: matmul(a, b).numpy())
 
 
 def ort_matmul_peak(threads):
