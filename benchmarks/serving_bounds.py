@@ -18,10 +18,14 @@ every position's keys and values. If this skeleton already takes ONNX
 Runtime's time, no rewrite of our graph into fewer stock ops gets below it.
 
 The ceiling: a batch cannot run its matmuls faster than the machine's
-float32 matmul peak (one 4096 x 1024 x 1024 matmul on every core:
-`train_step_timing.measure_matmul_peak` for TensorFlow, `ort_matmul_peak`
-for ONNX Runtime); `forward_flops` counts a sequence's matmul FLOPs, so
-throughput x FLOPs / peak is the share of it a side reaches.
+float32 matmul kernels. The peak is one 4096 x 1024 x 1024 matmul on every
+core (`train_step_timing.measure_matmul_peak` for TensorFlow,
+`ort_matmul_peak` for ONNX Runtime); `forward_flops` counts a sequence's
+matmul FLOPs, so throughput x FLOPs / peak is the share of it a side
+reaches. Row branches run their matmuls side by side, one thread each,
+which goes faster than one matmul split over the cores:
+`side_by_side_matmul_peak` measures that, the ceiling of our export's
+batches.
 """
 
 import os
@@ -93,6 +97,22 @@ def best_gflops(run, flops=2 * 4096 * 1024 * 1024):
     return flops / best / 1e9
 
 
+def side_by_side_matmul_peak(branches):
+    """TensorFlow's float32 GFLOP/s with `branches` 4096 x 1024 x 1024
+    matmuls side by side: independent branches of one graph, each matmul on
+    one thread, as the export's row branches run theirs (call it in a
+    process set to 1 intra-op and `branches` inter-op threads). Each core
+    then runs a kernel of its own, with no split or join inside a matmul."""
+    import tensorflow as tf
+
+    inputs = [tf.random.normal((4096, 1024), seed=i) for i in range(branches)]
+    kernel = tf.random.normal((1024, 1024))
+    matmuls = tf.function(lambda: [tf.matmul(x, kernel) for x in inputs])
+    for _ in range(10):  # the first calls of a fresh process ran 6% slower
+        matmuls()
+    return best_gflops(matmuls, branches * 2 * 4096 * 1024 * 1024)
+
+
 def ort_matmul_peak(threads):
     """ONNX Runtime's float32 4096 x 1024 x 1024 MatMul, GFLOP/s on `threads`
     intra-op threads."""
@@ -119,7 +139,10 @@ def ort_matmul_peak(threads):
 
 def forward_flops(config, length):
     """Matmul FLOPs of one sequence of `length` through a BERT classifier's
-    encoder and pooler (`config`: a Hugging Face config's dict)."""
+    encoder and pooler (`config`: a Hugging Face config's dict): every
+    block at every position, as ONNX Runtime and PyTorch compute them. Our
+    classifiers compute the last block's keys and values alone there, and
+    the rest of it for [CLS] only (`models.bert_task_model.pooled_output`)."""
     h, i = config["hidden_size"], config["intermediate_size"]
     per_token = config["num_hidden_layers"] * (2 * (4 * h * h + 2 * h * i) + 2 * 2 * length * h)
     return length * per_token + 2 * h * h
