@@ -30,8 +30,8 @@ The ceiling: each batch throughput also as a share of the float32 matmul
 peak of this machine (one 4096 x 1024 x 1024 matmul on every core, the
 better of TensorFlow's oneDNN in `ours_one_graph`'s process and ONNX
 Runtime's MLAS in its own), counting the forward matmuls' FLOPs; and the
-share that 1.25x ONNX Runtime's throughput would need. Two more facts
-bound our share: the row branches run their matmuls side by side, a thread
+share that 1.25x ONNX Runtime's throughput would need. Two facts let our
+share pass 100%: the row branches run their matmuls side by side, a thread
 each, which is faster than one matmul split across the cores (`ours`
 measures that ceiling, `serving_bounds.side_by_side_matmul_peak`); and
 the count is the model's, while our classifier's last block computes the
