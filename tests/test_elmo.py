@@ -41,16 +41,15 @@ from keras_bert_impl.layers import ScalarMix
 # bilm-tf's tests/fixtures/model: a trained biLM (LSTM 64 / projection 16)
 # and the embeddings bilm-tf computes for it (see the fixture's README).
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE = os.path.join(ROOT, "..", "shared", "fixtures", "bilm-tf")
+FIXTURE = os.path.join(ROOT, "tests", "data", "bilm_tf")  # vendored: see its README.md
 OPTIONS = os.path.join(FIXTURE, "options.json")
 WEIGHTS = os.path.join(FIXTURE, "lm_weights.hdf5")
 
 
 @pytest.fixture
 def bilm_fixture():
-    """CI puts ../shared beside the checkout: a missing fixture fails, not skips."""
-    if not os.path.isdir(FIXTURE):
-        pytest.fail(f"bilm-tf fixture not found at {FIXTURE}: clone ../shared beside the repo")
+    """bilm-tf's test data, vendored in tests/data/bilm_tf."""
+    assert os.path.isfile(os.path.join(FIXTURE, "lm_weights.hdf5")), FIXTURE
     return FIXTURE
 
 

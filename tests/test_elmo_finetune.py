@@ -32,7 +32,7 @@ from keras_bert_impl.elmo.elmo_task_models import SentencePairFeatures
 from training.finetune import FinetuneConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE = os.path.join(ROOT, "..", "shared", "fixtures", "bilm-tf")
+FIXTURE = os.path.join(ROOT, "tests", "data", "bilm_tf")  # vendored: see its README.md
 
 SENTENCES = [["The", "cat", "sat", "."], ["Hi"], ["A", "dog", "ran", "to", "Paris", "!"]]
 
@@ -206,9 +206,8 @@ def test_mixed_precision_logits_are_float32(odd_backbone):
 
 @pytest.fixture
 def bilm_fixture():
-    """CI puts ../shared beside the checkout: a missing fixture fails, not skips."""
-    if not os.path.isdir(FIXTURE):
-        pytest.fail(f"bilm-tf fixture not found at {FIXTURE}: clone ../shared beside the repo")
+    """bilm-tf's test data, vendored in tests/data/bilm_tf."""
+    assert os.path.isfile(os.path.join(FIXTURE, "lm_weights.hdf5")), FIXTURE
     return FIXTURE
 
 

@@ -38,16 +38,15 @@ from tf_records.elmo.writer import write_elmo_data
 from training.pretraining.evaluation import bilm_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE = os.path.join(ROOT, "..", "shared", "fixtures", "bilm-tf")
+FIXTURE = os.path.join(ROOT, "tests", "data", "bilm_tf")  # vendored: see its README.md
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
 B, T = 3, 7  # odd: swapped axes fail
 
 
 @pytest.fixture
 def bilm_fixture():
-    """CI puts ../shared beside the checkout: a missing fixture fails, not skips."""
-    if not os.path.isdir(FIXTURE):
-        pytest.fail(f"bilm-tf fixture not found at {FIXTURE}: clone ../shared beside the repo")
+    """bilm-tf's test data, vendored in tests/data/bilm_tf."""
+    assert os.path.isfile(os.path.join(FIXTURE, "lm_weights.hdf5")), FIXTURE
     return FIXTURE
 
 
