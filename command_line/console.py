@@ -14,15 +14,21 @@ messages, flag errors and our own lines still reach the console. Python
 warnings (Keras' `UserWarning`s) and Python logging below ERROR (the
 `tensorflow` logger's included) go to the log file too.
 
-The log is appended to `<output folder>/logs/console.log`: from the start
-when the folder exists (a rerun, which resumes), else at the end of the run,
-successful or not (a command must check its flags before any folder
-appears). A run that ends without one deletes its log: its errors are on
-the console already. A process that dies before it can clean up (SIGKILL,
-a C++ abort) leaves the log where it was: in the output folder, or for a
-first run in the temporary folder (`kbi-<command>-*.log`); on an abort
-`faulthandler` prints the Python stack on the console and the C++ message
-is in that log.
+The log is appended to `<output folder>/logs/console.log`, in a folder the
+run wrote and never in someone else's. A rerun in a run folder (pretrain,
+finetune, ablations, convert_checkpoint), where an earlier run's log lies,
+logs there from the start (a resume); a run into a new or empty folder
+moves its log there at the end, successful or not, once the command has
+written something (a command checks its flags before any folder appears).
+A records folder, which its writer swaps in whole
+(`tf_records/records_folder.py`), gets the log at the end of a successful
+run, after the swap, beside the earlier runs' logs the writer carried over;
+a records writer that fails or is refused leaves the folder untouched. A
+run that ends without a folder for its log deletes the log: its errors are
+on the console already. A process that dies before it can clean up
+(SIGKILL, a C++ abort) leaves the log where it was: in the run folder, or
+in the temporary folder (`kbi-<command>-*.log`); on an abort `faulthandler`
+prints the Python stack on the console and the C++ message is in that log.
 
 `--verbosity` is absl's own flag (every absl command has it), read before
 TensorFlow is imported: 1 leaves the console alone (TensorFlow's notices and
@@ -73,7 +79,8 @@ def verbosity_from_argv(argv):
         return 0
 
 
-def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=None):
+def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=None,
+        swapped=False):
     """`absl.app.run(main)` with the console described in the module
     docstring, and Keras imported without its scikit-learn and matplotlib
     extras (`command_line.keras_extras`).
@@ -87,6 +94,8 @@ def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=Non
             None: the command makes no run folder.
         flags_parser: passed on to `app.run`.
         argv: the command line (default `sys.argv`).
+        swapped: the output folder is swapped in whole at the end (a records
+            writer's): the log goes there only after `main` succeeded.
     """
     keras_extras.leave_out_of_keras()  # 1 s off every command's start (see there)
     argv = list(sys.argv if argv is None else argv)
@@ -110,9 +119,23 @@ def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=Non
 
     def quiet_main(args):
         _set_python_logging(level)
-        quiet.folder = flags.FLAGS[output_flag].value if output_flag else None
-        quiet.move_into_folder()  # a rerun (resume) logs there from the start
-        return main(args)
+        folder = flags.FLAGS[output_flag].value if output_flag else None
+        fresh = folder and not (os.path.isdir(folder) and os.listdir(folder))
+        if folder and not swapped and os.path.isfile(os.path.join(folder, LOG_FILE)):
+            quiet.folder = folder  # a rerun (a resume) logs there from the start
+            quiet.move_into_folder()
+        succeeded = False
+        try:
+            status = main(args)
+            succeeded = not status
+            return status
+        finally:
+            # A run's log joins a folder it wrote: after success (a records
+            # writer's swapped-in folder), or one that was new or empty; a
+            # refused run leaves someone else's folder, or an empty one, as it was.
+            if folder and (succeeded or (fresh and not swapped and os.path.isdir(folder)
+                                         and os.listdir(folder))):
+                quiet.folder = folder
 
     try:
         app.run(quiet_main, **run_kwargs)

@@ -109,12 +109,15 @@ def test_task_builder_files_and_answers(tmp_path):
 
 @pytest.mark.slow(seconds=240)
 def test_quick_tables_end_to_end(tmp_path):
-    """`python -m training.ablations --quick`: every system pretrained and
-    fine-tuned on every task (GPT's and ELMo's span QA n/a), the JSON and
-    PNG of both tables and the printed tables; a rerun redoes nothing."""
+    """`python -m training.ablations --quick` into an existing empty folder
+    (as `mktemp -d` makes): every system pretrained and fine-tuned on every
+    task (GPT's and ELMo's span QA n/a), the JSON and PNG of both tables and
+    the printed tables; a rerun into the same folder redoes nothing, and the
+    folder's console log holds both runs."""
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = tmp_path / "table5"
+    out.mkdir(mode=0o700)
     command = ["-m", "training.ablations", "--quick", f"--output_dir={out}"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=root)
     result = run_python(command, root, env)
@@ -167,6 +170,9 @@ def test_quick_tables_end_to_end(tmp_path):
     assert json.load(open(out / "table5.json"))["systems"] == table5["systems"]
     assert (out / "table1.json").read_bytes() == table1_bytes
     assert "Table 1 in miniature" in (out / "tables.txt").read_text()
+    runs = [line for line in (out / "logs" / "console.log").read_text().splitlines()
+            if line.startswith("=== ")]
+    assert len(runs) == 2 and "--systems=table5" in runs[1], runs
 
 
 def test_learning_rate_is_chosen_on_validation_then_seeds_run_at_it(tmp_path, monkeypatch):

@@ -410,7 +410,7 @@ def cli():
     from tf_records.create_pretraining_data import define_flags
 
     define_flags()  # the local CLI's flags
-    console.run(main, __name__, flags_parser=_parse_flags)
+    console.run(main, __name__, flags_parser=_parse_flags, swapped=True)
 
 
 if __name__ == "__main__":

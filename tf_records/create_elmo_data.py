@@ -14,6 +14,7 @@ Train on them with the same batch size:
 
 import functools
 import os
+import tempfile
 
 from absl import flags
 
@@ -68,23 +69,28 @@ def run(values, progress=None):
                              f"Received: {values.vocab_size}.")
     except ValueError as e:
         raise SystemExit(f"Bad flag value: {e}") from None
-    vocab_file = values.vocab_file
     try:
-        if vocab_file:
-            load_elmo_vocab(vocab_file)
-        else:
-            tokens = learn_vocab_from_text(files, max_size=values.vocab_size, progress=progress)
-            if len(tokens) <= 3:
-                raise ValueError(f"No words in {', '.join(files)}: cannot learn a vocabulary.")
-            vocab_file = os.path.join(values.output_dir, "vocab.txt")
-            write_elmo_vocab(tokens, vocab_file)
-            print(f"Learned a {len(tokens)}-word vocabulary -> {vocab_file}")
-        manifest = write_elmo_data(
-            files, vocab_file, values.output_dir, values.batch_size, values.unroll_steps,
-            shuffle_seed=None if values.shuffle_seed < 0 else values.shuffle_seed,
-            progress=progress, overwrite=values.overwrite)
+        with tempfile.TemporaryDirectory(prefix="kbi-elmo-vocab-") as learned:
+            vocab_file = values.vocab_file
+            if vocab_file:
+                load_elmo_vocab(vocab_file)
+            else:  # swapped in with the records, as <output_dir>/vocab.txt
+                tokens = learn_vocab_from_text(files, max_size=values.vocab_size,
+                                               progress=progress)
+                if len(tokens) <= 3:
+                    raise ValueError(f"No words in {', '.join(files)}: cannot learn a "
+                                     "vocabulary.")
+                vocab_file = os.path.join(learned, "vocab.txt")
+                write_elmo_vocab(tokens, vocab_file)
+            manifest = write_elmo_data(
+                files, vocab_file, values.output_dir, values.batch_size, values.unroll_steps,
+                shuffle_seed=None if values.shuffle_seed < 0 else values.shuffle_seed,
+                progress=progress, overwrite=values.overwrite, copy_vocab=not values.vocab_file)
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None
+    if not values.vocab_file:
+        print(f"Learned a {len(tokens)}-word vocabulary -> "
+              f"{os.path.join(values.output_dir, 'vocab.txt')}")
     print(f"Wrote {manifest['batches']} batches of {values.batch_size} streams x "
           f"{values.unroll_steps} tokens ({manifest['sentences']} sentences, {manifest['tokens']} "
           f"tokens) in {len(manifest['shards'])} shards to {values.output_dir}")
@@ -97,7 +103,7 @@ def cli():
     from command_line.progress import Reporter
 
     define_flags()
-    console.run(functools.partial(main, progress=Reporter()), __name__)
+    console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def cli():
     from command_line.progress import Reporter
 
     define_flags()
-    console.run(functools.partial(main, progress=Reporter()), __name__)
+    console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)
 
 
 if __name__ == "__main__":

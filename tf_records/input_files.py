@@ -116,11 +116,31 @@ def _first_bad_line(path, flag):
     return f"{flag}: {path}: not UTF-8."
 
 
-def check_output_folder(path, flag="--output_dir"):
+# What every run folder may hold beside its command's own files: the console
+# log (command_line/console.py) and the run's lock (training/run/checkpointing.py).
+RUN_FOLDER_COMPANIONS = ("logs", ".lock")
+
+
+def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
     """`SystemExit` naming `flag` when `path` is a file or lies below one:
-    every command's output-folder check, made before it writes anything."""
+    every command's output-folder check, made before it writes anything.
+
+    A run folder's command also gives `marks`: an existing folder is then
+    taken when it is empty, holds one of `marks` (a run of this command,
+    resumed or replaced by the command's own rules), or holds only `writes`
+    and `RUN_FOLDER_COMPANIONS`; a folder of someone else's files is refused
+    and left untouched."""
     if os.path.isfile(path):
         raise SystemExit(f"{flag}={path} is a file; give a folder.")
+    if marks is not None and os.path.isdir(path):
+        held = sorted(os.listdir(path))
+        if not any(os.path.exists(os.path.join(path, mark)) for mark in marks):
+            foreign = [n for n in held if n not in writes and n not in RUN_FOLDER_COMPANIONS]
+            if foreign:
+                raise SystemExit(
+                    f"{flag}={path} holds files this command did not write "
+                    f"({', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}); give an "
+                    "empty or new folder.")
     parent = os.path.dirname(os.path.abspath(path))
     while parent and not os.path.exists(parent):
         parent = os.path.dirname(parent)

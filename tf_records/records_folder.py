@@ -16,6 +16,12 @@ what the target holds:
 - files no writer of ours wrote: refused, even with `overwrite` (a writer
   never destroys data it did not write).
 
+The command's console log (`logs/console.log`, see `command_line/console.py`)
+is the writer's own: a `logs/` folder holding only console logs is carried
+into the new folder before the swap, and the command appends its own run's
+log there after it. The new folder keeps the target's permissions (an
+existing folder made by `mktemp -d` stays 0700).
+
 The lock is a file beside the target (`.<name>.lock`, `fcntl.flock`), not
 inside it: the folder itself is swapped. A kill between the swap's two
 renames leaves the old folder at `.<name>.old-<pid>`; the next writer puts
@@ -27,7 +33,9 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 
+from command_line.console import LOG_FILE
 from tf_records.manifest import MANIFEST_FILE
 
 SHARD_PREFIX, SHARD_SUFFIX = "shard-", ".tfrecord"
@@ -43,7 +51,14 @@ class RefusedFolder(ValueError):
     """The target holds data this writer must not replace."""
 
 
-def _ours(name):
+LOG_FOLDER, LOG_NAME = os.path.split(LOG_FILE)
+
+
+def _ours(target, name):
+    if name == LOG_FOLDER:  # the command's console logs, and nothing else
+        path = os.path.join(target, name)
+        return os.path.isdir(path) and not os.path.islink(path) and all(
+            entry == LOG_NAME for entry in os.listdir(path))
     return name == MANIFEST_FILE or name.startswith(".tmp-") or (
         name.startswith(SHARD_PREFIX) and name.endswith(SHARD_SUFFIX))
 
@@ -98,7 +113,7 @@ def _held_kind(target, keep=()):
     if not os.path.isdir(target):
         raise RefusedFolder(f"Output folder {target} is a file.")
     names = sorted(os.listdir(target))
-    foreign = [n for n in names if not _ours(n) and n not in keep]
+    foreign = [n for n in names if not _ours(target, n) and n not in keep]
     if foreign:
         raise RefusedFolder(
             f"{target} holds files no records writer wrote ({', '.join(foreign[:5])}"
@@ -154,7 +169,9 @@ def records_transaction(target, kind, overwrite=False, keep=()):
                 f"{target} holds {WRITERS.get(held, held)}; this writer writes "
                 f"{WRITERS.get(kind, kind)}. Give --overwrite to replace them, or write "
                 "elsewhere.")
-        os.makedirs(work)  # the umask's mode, as the target would get
+        os.makedirs(work)  # the umask's mode, as a new target would get
+        if os.path.isdir(target):  # an existing folder keeps its own
+            os.chmod(work, stat.S_IMODE(os.stat(target).st_mode))
         yield work
         with open(os.path.join(work, MANIFEST_FILE), encoding="utf-8") as f:
             new = json.load(f)
@@ -170,6 +187,9 @@ def records_transaction(target, kind, overwrite=False, keep=()):
             if os.path.isfile(os.path.join(target, name)) and not os.path.exists(
                     os.path.join(work, name)):
                 shutil.copy2(os.path.join(target, name), os.path.join(work, name))
+        if os.path.isdir(os.path.join(target, LOG_FOLDER)):  # the earlier runs' logs
+            shutil.copytree(os.path.join(target, LOG_FOLDER), os.path.join(work, LOG_FOLDER),
+                            dirs_exist_ok=True)
         if os.path.exists(target):
             aside = _hidden(target, f"old-{os.getpid()}")
             os.rename(target, aside)

@@ -117,7 +117,7 @@ def check_flags(values):
                          "(config.json + model.safetensors).")
     if values.vocab_file and not os.path.isfile(values.vocab_file):
         raise SystemExit(f"--vocab_file={values.vocab_file}: no such file.")
-    check_output_folder(values.output, "--output")
+    check_output_folder(values.output, "--output", marks=(), writes=FORMATS)
     vocab_file = values.vocab_file or os.path.join(
         path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
     return path, fmt, vocab_file if os.path.exists(vocab_file) else None

@@ -24,6 +24,12 @@ symbols, "<unk>"; lowercased, accents stripped (`--do_lower_case` and
 XLNet's flags, <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> at ids
 0..8 as the released model. Cased unless `--do_lower_case` is given
 explicitly (XLNet's released model is cased); accents are stripped.
+
+An existing output is replaced only with `--overwrite`, and only when it is
+a vocabulary of this kind (a BERT `vocab.txt` with [PAD] first and the
+special tokens; a folder holding only the two files of `--model`); anything
+else is refused and left untouched. The output is a vocabulary, not a run:
+no console log is kept beside it (what matters is on the console).
 """
 
 import gzip
@@ -54,6 +60,8 @@ def define_flags(flag_values=FLAGS):
     define(flags.DEFINE_integer, "vocab_size", 30522, "Largest vocabulary size.")
     define(flags.DEFINE_bool, "do_lower_case", True, "Lowercase and strip accents (uncased).")
     define(flags.DEFINE_integer, "num_unused", 99, "[unusedN] slots after [PAD].")
+    define(flags.DEFINE_bool, "overwrite", False,
+           "Replace a vocabulary of this kind already at --output.")
 
 
 def input_files(patterns):
@@ -139,7 +147,45 @@ def check_flags(values):
     elif os.path.isdir(values.output):
         raise SystemExit(f"--output={values.output} is a folder; --model=bert writes one file "
                          "(e.g. --output=vocab.txt).")
+    check_output(values.output, values.model, values.overwrite)
     return files
+
+
+OUTPUT_FILES = {"gpt": ("vocab.json", "merges.txt"), "xlnet": ("spiece.model", "spiece.vocab")}
+BERT_SPECIALS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def check_output(output, model, overwrite):
+    """`SystemExit` unless `output` is absent, an empty folder, or (with
+    `overwrite`) a vocabulary of `model`'s kind: a learner never replaces
+    what it did not write."""
+    if model in OUTPUT_FILES:
+        held = sorted(os.listdir(output)) if os.path.isdir(output) else []
+        if not held:
+            return
+        foreign = [n for n in held if n not in OUTPUT_FILES[model] and not n.startswith(".tmp-")]
+        if foreign:
+            raise SystemExit(f"--output={output} holds files --model={model} does not write "
+                             f"({', '.join(foreign[:5])}); a vocabulary folder holds only "
+                             f"{' and '.join(OUTPUT_FILES[model])}. Give an empty or new folder.")
+    elif not os.path.exists(output):
+        return
+    elif not _is_bert_vocab(output):
+        raise SystemExit(f"--output={output} exists and is not a BERT vocabulary ([PAD] on its "
+                         f"first line, then {', '.join(BERT_SPECIALS)}); it would be lost. Give a "
+                         "new file.")
+    if not overwrite:
+        raise SystemExit(f"--output={output} holds a --model={model} vocabulary already. Give "
+                         "--overwrite to replace it, or write elsewhere; it is unchanged.")
+
+
+def _is_bert_vocab(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = [line.rstrip("\r\n") for _, line in zip(range(2000), f)]
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(head) and head[0] == "[PAD]" and all(t in head for t in BERT_SPECIALS)
 
 
 def learn_gpt_vocab(values, files):

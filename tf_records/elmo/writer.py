@@ -21,6 +21,7 @@ or manifest that looks whole.
 """
 
 import os
+import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -152,9 +153,14 @@ def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
         yield batch
 
 
-@transactional("elmo", keep=("vocab.txt",))  # create_elmo_data learns it into the folder
+VOCAB_FILE = "vocab.txt"
+
+
+# A vocabulary create_elmo_data learned (`copy_vocab`) lies beside the records;
+# a rerun may read it there (--vocab_file=<folder>/vocab.txt): it is kept.
+@transactional("elmo", keep=(VOCAB_FILE,))
 def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_steps=20,
-                    shuffle_seed=None, batches_per_shard=1000, progress=None):
+                    shuffle_seed=None, batches_per_shard=1000, progress=None, copy_vocab=False):
     """Writes shards and `manifest.json` into `output_dir`; returns the manifest.
 
     Args:
@@ -171,6 +177,8 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
             `meter(what, total, unit, scale)` gives an object to `update`
             and `finish`) told the sentences read (MB of the files), then
             the targets written (every token's one per direction).
+        copy_vocab: bool. Copy `vocab_file` into the folder as `vocab.txt`
+            (a learned vocabulary, swapped in with the records).
 
     Example:
 
@@ -183,6 +191,9 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
             batches_per_shard < 1):
         raise ValueError("`batches_per_shard` must be a positive integer. Received: "
                          f"batches_per_shard={batches_per_shard!r}.")
+    if copy_vocab:
+        shutil.copyfile(vocab_file, os.path.join(output_dir, VOCAB_FILE))
+        vocab_file = os.path.join(output_dir, VOCAB_FILE)
     vocab = load_elmo_vocab(vocab_file)
     reading = progress.meter("Reading sentences", total=text_bytes(input_files), unit="MB",
                              scale=1e-6) if progress else None

@@ -180,7 +180,7 @@ def check_flags(cfg):
             f"--pretrain_seq_length={cfg.pretrain_seq_length}: OpenAI GPT's size here (gpt_tiny) "
             f"has {GPT_POSITIONS} positions, and every system pretrains alike: give at most "
             f"{GPT_POSITIONS}.")
-    check_output_folder(cfg.output_dir)
+    check_output_folder(cfg.output_dir, marks=("settings.json", "tasks"))
     if cfg.span_qa_num_train > cfg.num_train:  # last: it draws span QA's rows (about a second)
         from training.ablation.tasks import span_qa_supply
 

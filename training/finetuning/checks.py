@@ -56,7 +56,7 @@ def check_paths(cfg):
             checkpoint_format(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
-    check_output_folder(cfg.output_dir)
+    check_output_folder(cfg.output_dir, marks=(os.path.join("checkpoints", "run_config.json"),))
 
 
 def load_data(cfg):

@@ -109,7 +109,7 @@ def check_flags(cfg):
             check_vocab_file(cfg.vocab_file)
         except ValueError as e:
             raise SystemExit(f"--vocab_file: {e}") from None
-    check_output_folder(cfg.output_dir)
+    check_output_folder(cfg.output_dir, marks=("run_config.json",))
 
 
 def _check_source(spec, flag):
