@@ -18,7 +18,7 @@ Signatures:
   the packed ids (so token-level outputs can be read against them). Not for
   multiple choice (its inputs are sets of pairs). Span QA through
   `serving_text_pair` (question, context) reads one window: contexts longer
-  than `max_seq_length` are truncated, not windowed as `tasks/squad.py` does.
+  than `max_seq_length` are truncated, not windowed as `training/tasks/squad.py` does.
 - Classifiers exported with `labels=` (the sorted label strings, e.g.
   `training.finetune --task=text_classification`): every signature also
   returns `probabilities` `(B, C)` (the softmax of `logits`) and `label`
@@ -43,6 +43,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.layers.head_branches import HeadBranches
 from keras_bert_impl.layers.head_branches import in_head_branches_when_short
@@ -53,7 +54,6 @@ from keras_bert_impl.models.bert_backbone import BertBackbone
 from keras_bert_impl.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
 from keras_bert_impl.models.bert_task_model import BertTaskModel
-from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.serving_checks import checked_ids
 from keras_bert_impl.serving_checks import checked_positions
 from keras_bert_impl.serving_checks import checked_texts

@@ -18,7 +18,7 @@ What differs from a fresh interpreter: TensorFlow, Keras, tensorflow-text,
 matplotlib and our packages are imported before the command starts (so
 TensorFlow's import-time C++ lines are not in its stderr), with Keras'
 scikit-learn and matplotlib extras left out, as every one of our commands
-leaves them out (`command_line.keras_extras`). Tests of exactly those (the
+leaves them out (`tf_records.command_line.keras_extras`). Tests of exactly those (the
 console at start-up, what a command imports, a fresh process serving a
 SavedModel) and the README's main job run `subprocess.run` instead.
 
@@ -61,7 +61,7 @@ PER_COMMAND = ("PYTEST_CURRENT_TEST", "TF_CONFIG", "TMPDIR", "KBI_NOTEBOOK_SMOKE
 # uses it.
 PRELOAD = ("tensorflow", "keras", "tensorflow_text", "matplotlib.pyplot",
            "tensorboard.summary.v2")
-OUR_PACKAGES = ("keras_bert_impl", "tf_records", "tasks", "training")
+OUR_PACKAGES = ("keras_bert_impl", "tf_records", "training")
 NOT_PRELOADED = ("tf_records.beam_pretraining_data",)
 MAX_SERVERS = 3  # per pytest worker; further environments run plain subprocesses
 _servers = {}
@@ -261,7 +261,7 @@ def _serve(address):
     """Imports TensorFlow and Keras, then forks a waiter per request, which
     forks the command's process and reports its pid and exit status. Returns
     only in a command's process: its request and descriptors."""
-    from command_line import keras_extras  # on PYTHONPATH (`_server_for`)
+    from tf_records.command_line import keras_extras  # on PYTHONPATH (`_server_for`)
 
     keras_extras.leave_out_of_keras()
     import matplotlib

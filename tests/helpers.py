@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What TensorFlow 2.21 prints on import, on its first device probe and at
 # its first XLA compile (any host: the absl preamble; here also oneDNN,
 # the CPU-feature notice and the failed cuInit of a machine without GPU):
-# none of it may reach a command's console (command_line/console.py).
+# none of it may reach a command's console (tf_records/command_line/console.py).
 NOISE = ("absl::InitializeLog", "port.cc", "cpu_feature_guard", "cuda_platform", "cuInit",
          "cudart_stub", "XLA service", "UserWarning")
 CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d", re.MULTILINE)  # absl's C++ prefix

@@ -17,14 +17,14 @@ def test_task_builder_files_and_answers(tmp_path):
     balanced, validation rows are training-side rows apart from train, the
     topic labels follow the source module, and dev comes only from documents
     held out of pretraining."""
-    from tasks import glue
-    from tasks import squad
     from training.ablation.task_rows import INTERNET_SOURCES
     from training.ablation.tasks import HELDOUT_PERCENT
     from training.ablation.tasks import span_qa_supply
     from training.ablation.tasks import write_ablation_tasks
     from training.pretraining.default_corpus import document_sources
     from training.pretraining.default_corpus import write_default_corpus
+    from training.tasks import glue
+    from training.tasks import squad
 
     folder = tmp_path / "tasks"
     manifest = write_ablation_tasks(str(folder), num_train=60, num_dev=30, seed=3,

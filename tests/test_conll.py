@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.tokenizers import BertTokenizer
-from tasks.conll import Sentence
-from tasks.conll import decode_predictions
-from tasks.conll import encode_sentences
-from tasks.conll import read_conll
-from tasks.conll import write_predictions
-from tasks.conll_metrics import conlleval
-from tasks.conll_metrics import conlleval_file
-from tasks.conll_metrics import end_of_chunk
-from tasks.conll_metrics import split_tag
-from tasks.conll_metrics import start_of_chunk
+from training.tasks.conll import Sentence
+from training.tasks.conll import decode_predictions
+from training.tasks.conll import encode_sentences
+from training.tasks.conll import read_conll
+from training.tasks.conll import write_predictions
+from training.tasks.conll_metrics import conlleval
+from training.tasks.conll_metrics import conlleval_file
+from training.tasks.conll_metrics import end_of_chunk
+from training.tasks.conll_metrics import split_tag
+from training.tasks.conll_metrics import start_of_chunk
 
 HERE = os.path.dirname(__file__)
 FIXTURE = os.path.join(HERE, "data", "conll", "eng_sample.txt")

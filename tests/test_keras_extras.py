@@ -1,5 +1,5 @@
 """Commands import Keras without its scikit-learn and matplotlib extras
-(command_line/keras_extras.py), and everyone else still imports both."""
+(tf_records/command_line/keras_extras.py), and everyone else still imports both."""
 
 import json
 import os
@@ -14,7 +14,7 @@ _EXTRAS = ("sklearn", "scipy.stats", "matplotlib", "matplotlib.pyplot")
 # command (`console.run`, as every command starts) or from a plain script.
 _SCRIPT = textwrap.dedent("""
     import json, sys
-    from command_line import console
+    from tf_records.command_line import console
 
     def main(argv):
         import keras
@@ -54,7 +54,7 @@ def test_commands_import_keras_without_its_extras_and_we_still_import_them():
 
 
 def test_the_finder_refuses_keras_modules_only(monkeypatch):
-    from command_line import keras_extras
+    from tf_records.command_line import keras_extras
 
     finder = keras_extras.KerasExtrasFinder()
     monkeypatch.setattr(keras_extras, "_importer", lambda: "keras.src.wrappers.fixes")
@@ -62,11 +62,11 @@ def test_the_finder_refuses_keras_modules_only(monkeypatch):
         try:
             finder.find_spec(name)
         except ModuleNotFoundError as error:
-            assert error.name == name and "command_line.keras_extras" in str(error)
+            assert error.name == name and "tf_records.command_line.keras_extras" in str(error)
         else:
             raise AssertionError(f"{name} was not refused to Keras")
     assert finder.find_spec("numpy") is None and finder.find_spec("sklearnx") is None
-    for importer in ("tasks.glue_metrics", "keras_bert_impl.serving", "kerasx", "__main__"):
+    for importer in ("training.tasks.glue_metrics", "keras_bert_impl.serving", "kerasx", "__main__"):
         monkeypatch.setattr(keras_extras, "_importer", lambda importer=importer: importer)
         assert finder.find_spec("sklearn") is None and finder.find_spec("matplotlib") is None
     monkeypatch.undo()

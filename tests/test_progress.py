@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from command_line.progress import Progress
-from command_line.progress import Timed
-from command_line.progress import batch_progress
-from command_line.progress import eta_seconds
-from command_line.progress import format_duration
+from tf_records.command_line.progress import Progress
+from tf_records.command_line.progress import Timed
+from tf_records.command_line.progress import batch_progress
+from tf_records.command_line.progress import eta_seconds
+from tf_records.command_line.progress import format_duration
 
 
 class Clock:

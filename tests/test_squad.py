@@ -1,4 +1,4 @@
-"""SQuAD reading, windows and decoding (tasks/squad.py), and round trips
+"""SQuAD reading, windows and decoding (training/tasks/squad.py), and round trips
 through the official metrics (tested by hand in `tests/test_squad_metrics.py`).
 
 The fixtures are hand-written SQuAD files in tests/data/squad/.
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.tokenizers import BertTokenizer
-from tasks import squad
-from tasks import squad_metrics
-from tasks.windows import max_context_window
-from tasks.windows import windows
+from training.tasks import squad
+from training.tasks import squad_metrics
+from training.tasks.windows import max_context_window
+from training.tasks.windows import windows
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "squad")
 V1 = os.path.join(DATA, "tiny-v1.1.json")

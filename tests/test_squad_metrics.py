@@ -1,4 +1,4 @@
-"""SQuAD's official metrics (`tasks/squad_metrics.py`): answer
+"""SQuAD's official metrics (`training/tasks/squad_metrics.py`): answer
 normalization, exact match and F1, and the v2.0 script's scores and
 threshold search.
 
@@ -9,7 +9,7 @@ Metric values below are worked by hand from the official scripts' rules.
 
 import pytest
 
-from tasks import squad_metrics
+from training.tasks import squad_metrics
 
 
 def test_normalize_answer():

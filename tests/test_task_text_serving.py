@@ -24,8 +24,8 @@ from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
 from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-from tasks.glue import InputExample
 from training.finetune import FinetuneConfig
+from training.tasks.glue import InputExample
 
 GOLDENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens")
 VOCAB = os.path.join(GOLDENS, "gpt_bpe", "vocab.json")

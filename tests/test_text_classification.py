@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks.glue import InputExample
-from tasks.text_classification import BadInputError
-from tasks.text_classification import label_list
-from tasks.text_classification import read_text_file
-from tasks.text_classification_metrics import classification_metrics
 from training.finetune import FinetuneConfig
 from training.finetune import run
+from training.tasks.glue import InputExample
+from training.tasks.text_classification import BadInputError
+from training.tasks.text_classification import label_list
+from training.tasks.text_classification import read_text_file
+from training.tasks.text_classification_metrics import classification_metrics
 
 HERE = os.path.dirname(__file__)
 NEWS = os.path.join(HERE, "data", "news")

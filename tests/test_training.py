@@ -277,7 +277,7 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     (2 spawned workers) -> fit -> held-out evaluation -> export, in a fresh
     folder, run as a user's shell runs it (TF_CPP_MIN_LOG_LEVEL unset): the
     console holds our lines only, TensorFlow's noise is in the run's log."""
-    from command_line.console import LOG_FILE
+    from tf_records.command_line.console import LOG_FILE
 
     env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run([sys.executable, "-m", "training.pretrain"], cwd=tmp_path, env=env,

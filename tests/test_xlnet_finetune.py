@@ -119,7 +119,7 @@ def test_readers_bert_layout_moves_into_xlnets(tokenizer):
     """GLUE's reader (BERT's layout, truncation and all) + `from_bert_layout`
     gives transformers' rows too; an empty B is a single text there, as the
     original `classifier_utils` (`if example.text_b`)."""
-    from tasks import glue
+    from training.tasks import glue
     from training.xlnet.finetune import _XLNetPieces
 
     golden = json.load(open(LAYOUTS, encoding="utf-8"))
@@ -349,10 +349,10 @@ def test_squad_windows_and_decoding_recover_the_answers(tokenizer, tmp_path):
     """Small windows: the gold positions spell the answer in every window
     that holds it. One window: gold positions as logits decode to the gold
     answers, one inside a word ("1895" of "(1895-1943).") included."""
-    from tasks import squad
-    from tasks.squad_metrics import normalize_answer
-    from tasks.xlnet_squad import decode_xlnet_squad
-    from tasks.xlnet_squad import xlnet_squad_features
+    from training.tasks import squad
+    from training.tasks.squad_metrics import normalize_answer
+    from training.tasks.xlnet_squad import decode_xlnet_squad
+    from training.tasks.xlnet_squad import xlnet_squad_features
 
     context = "Dvořák lived (1895-1943). He wrote nine symphonies and many other works."
     extra = {"title": "x", "paragraphs": [{"context": context, "qas": [
@@ -405,7 +405,7 @@ def test_squad_windows_and_decoding_recover_the_answers(tokenizer, tmp_path):
 
 
 def test_ner_rows_keep_labels_on_each_words_first_piece(tokenizer, tmp_path):
-    from tasks import conll
+    from training.tasks import conll
     from training.xlnet.finetune import make_xlnet_task
 
     folder = tmp_path / "conll"

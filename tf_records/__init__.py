@@ -12,5 +12,7 @@ and the checks of the shards it lists), `example_bytes.py`
 `length_grouping.py` and `plain.py`; and the command lines, whose module
 paths users type: `create_pretraining_data` (BERT; `beam_pretraining_data`
 writes the same records on Apache Beam), `create_lm_data`,
-`create_elmo_data`, `create_xlnet_data`.
+`create_elmo_data`, `create_xlnet_data`. `command_line/` is what every
+command shares (the console, progress lines), below the writers and the
+training commands.
 """

@@ -406,7 +406,9 @@ def _parse_flags(argv):
 
 def cli():
     """`python -m tf_records.beam_pretraining_data`: `main` on a quiet console."""
-    from command_line import console  # only the command line needs it, the pipeline never does
+    from tf_records.command_line import (
+        console,  # only the command line needs it, the pipeline never does
+    )
     from tf_records.create_pretraining_data import define_flags
 
     define_flags()  # the local CLI's flags

@@ -53,7 +53,7 @@ def run(values, progress=None):
     """The command on parsed flags `values`: flags, files and the vocabulary
     checked before the output folder is touched; `SystemExit` naming what
     is wrong. `progress`: None or a reporter of the counting's, reading's
-    and writing's progress lines (`cli` passes `command_line.progress.Reporter()`)."""
+    and writing's progress lines (`cli` passes `tf_records.command_line.progress.Reporter()`)."""
     from keras_bert_impl.elmo.elmo_vocab import load_elmo_vocab
     from keras_bert_impl.elmo.elmo_vocab import write_elmo_vocab
     from tf_records.elmo.schema import ElmoRecordSchema
@@ -99,8 +99,8 @@ def run(values, progress=None):
 def cli():
     """`python -m tf_records.create_elmo_data`: `main` on a quiet console."""
     # Imported here: only the command line needs them, the record code never does.
-    from command_line import console
-    from command_line.progress import Reporter
+    from tf_records.command_line import console
+    from tf_records.command_line.progress import Reporter
 
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)

@@ -51,7 +51,7 @@ def run(values, progress=None):
     """The command on parsed flags `values`: flags and files checked first,
     then written; `SystemExit` naming what is wrong. `progress`: None or a
     reporter of the tokenizing's and writing's progress lines (`cli` passes
-    `command_line.progress.Reporter()`)."""
+    `tf_records.command_line.progress.Reporter()`)."""
     from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
     from tf_records.gpt.schema import LmRecordSchema
     from tf_records.gpt.writer import write_lm_data
@@ -92,8 +92,8 @@ def run(values, progress=None):
 def cli():
     """`python -m tf_records.create_lm_data`: `main` on a quiet console."""
     # Imported here: only the command line needs them, the record code never does.
-    from command_line import console
-    from command_line.progress import Reporter
+    from tf_records.command_line import console
+    from tf_records.command_line.progress import Reporter
 
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)

@@ -71,7 +71,7 @@ def run(values, progress=None):
     `progress`: None (counts on stderr as blocks finish) or a reporter of
     the writing's progress lines: documents and instances, and the MB of
     text read with its rate and ETA (`cli` passes
-    `command_line.progress.Reporter()`)."""
+    `tf_records.command_line.progress.Reporter()`)."""
     from tf_records.bert.writer import write_pretraining_data
     from tf_records.input_files import text_bytes
 
@@ -164,8 +164,8 @@ def cli():
     # Imported here: only the command line needs them, the record code never does.
     import functools
 
-    from command_line import console
-    from command_line.progress import Reporter
+    from tf_records.command_line import console
+    from tf_records.command_line.progress import Reporter
 
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)

@@ -67,7 +67,7 @@ def run(values, progress=None):
     """The command on parsed flags `values`: flags, files and the model
     checked before the output folder is touched; `SystemExit` naming what
     is wrong. `progress`: None or a reporter of the tokenizing's and
-    writing's progress lines (`cli` passes `command_line.progress.Reporter()`)."""
+    writing's progress lines (`cli` passes `tf_records.command_line.progress.Reporter()`)."""
     from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
     from tf_records.input_files import match_files
     from tf_records.xlnet.schema import XLNetRecordSchema
@@ -110,8 +110,8 @@ def run(values, progress=None):
 def cli():
     """`python -m tf_records.create_xlnet_data`: `main` on a quiet console."""
     # Imported here: only the command line needs them, the record code never does.
-    from command_line import console
-    from command_line.progress import Reporter
+    from tf_records.command_line import console
+    from tf_records.command_line.progress import Reporter
 
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)

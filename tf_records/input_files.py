@@ -55,9 +55,9 @@ def text_bytes(files):
 
 
 def text_meter(what, files, every_seconds=None, print_fn=print):
-    """A progress meter (`command_line.progress.Progress`) over the MB of text
+    """A progress meter (`tf_records.command_line.progress.Progress`) over the MB of text
     `files` read (no total for gzip): `iterate(lines, size=line_bytes)`."""
-    from command_line.progress import Reporter
+    from tf_records.command_line.progress import Reporter
 
     return Reporter(every_seconds=every_seconds, print_fn=print_fn).meter(
         what, total=text_bytes(files), unit="MB", scale=1e-6)
@@ -117,7 +117,7 @@ def _first_bad_line(path, flag):
 
 
 # What every run folder may hold beside its command's own files: the console
-# log (command_line/console.py) and the run's lock (training/run/checkpointing.py).
+# log (tf_records/command_line/console.py) and the run's lock (training/run/checkpointing.py).
 RUN_FOLDER_COMPANIONS = ("logs", ".lock")
 
 

@@ -16,7 +16,7 @@ what the target holds:
 - files no writer of ours wrote: refused, even with `overwrite` (a writer
   never destroys data it did not write).
 
-The command's console log (`logs/console.log`, see `command_line/console.py`)
+The command's console log (`logs/console.log`, see `tf_records/command_line/console.py`)
 is the writer's own: a `logs/` folder holding only console logs is carried
 into the new folder before the swap, and the command appends its own run's
 log there after it. The new folder keeps the target's permissions (an
@@ -35,7 +35,7 @@ import os
 import shutil
 import stat
 
-from command_line.console import LOG_FILE
+from tf_records.command_line.console import LOG_FILE
 from tf_records.manifest import MANIFEST_FILE
 
 SHARD_PREFIX, SHARD_SUFFIX = "shard-", ".tfrecord"

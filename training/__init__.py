@@ -11,4 +11,7 @@ checkpoints, strategies, progress and TensorBoard logs, curves, flags from
 dataclasses), `pretraining/` (`PretrainConfig`, checks, the fit loop,
 continued pretraining, held-out evaluation, the default corpus) and
 `finetuning/` (`FinetuneConfig`, checks, BERT's tasks, the fit loop).
+`tasks/` holds the fine-tuning datasets' readers and official metrics
+(GLUE, SQuAD, CoNLL-2003, SWAG, CSV/TSV classification), which import only
+the library.
 """

@@ -136,7 +136,7 @@ import time
 
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 from training.ablation.runs import _schedule
 from training.ablation.runs import _workers
 from training.ablation.settings import _FREE_SETTINGS

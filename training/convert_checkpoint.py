@@ -15,7 +15,7 @@ import os
 import numpy as np
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 from tf_records.input_files import check_output_folder
 
 FLAGS = flags.FLAGS

@@ -70,7 +70,7 @@ import warnings
 from absl import flags
 from absl import logging
 
-from command_line import console
+from tf_records.command_line import console
 from training.finetuning.config import HELP
 from training.finetuning.config import FinetuneConfig
 from training.finetuning.config import resolve
@@ -145,7 +145,7 @@ def run(cfg):
     check_paths(cfg)
     import keras  # here, not at the top: the command's console is set up before TensorFlow loads
 
-    from command_line.keras_extras import freeze_imports
+    from tf_records.command_line.keras_extras import freeze_imports
 
     freeze_imports()
 

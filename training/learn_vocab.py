@@ -39,7 +39,7 @@ import zlib
 from absl import app
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 
 FLAGS = flags.FLAGS
 
@@ -198,9 +198,9 @@ def learn_gpt_vocab(values, files):
 
 
 def learn_xlnet_vocab(values, files):
-    from command_line.progress import Reporter
     from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
     from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+    from tf_records.command_line.progress import Reporter
 
     # BERT's flag defaults to uncased; XLNet lowercases only when asked.
     present = values["do_lower_case"].present if hasattr(values, "__getitem__") else False

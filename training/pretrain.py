@@ -30,7 +30,7 @@ import time
 
 from absl import logging
 
-from command_line import console
+from tf_records.command_line import console
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.common import write_json
@@ -195,7 +195,7 @@ def run(cfg, explicit=None):
         _check_run_config(cfg, os.path.join(cfg.output_dir, "run_config.json"), typed)
     import keras
 
-    from command_line.keras_extras import freeze_imports
+    from tf_records.command_line.keras_extras import freeze_imports
 
     freeze_imports()
     # Both ways: a process that runs several pretrainings (the Table 5
@@ -266,7 +266,7 @@ def run(cfg, explicit=None):
         if os.path.exists(start_path):
             with open(start_path, encoding="utf-8") as f:
                 summary["heldout_at_start"] = json.load(f)
-    from command_line.progress import Timed
+    from tf_records.command_line.progress import Timed
     from training.run.curves import write_heldout_scalars
     from training.run.curves import write_training_curves
 

@@ -2,11 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import check_char_ids
 from keras_bert_impl.elmo.elmo_lstm_stack import reverse_padded
 from keras_bert_impl.elmo.elmo_softmax import ElmoSoftmax
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch (streams), T=unroll_steps, C=characters per token, P=projection,
 # V=vocabulary

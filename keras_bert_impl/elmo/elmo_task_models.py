@@ -35,14 +35,14 @@ Inputs are ELMo character ids of whole words (`batch_char_ids`: each row
 
 import keras
 
+from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
-from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, T=tokens of a row (<S> and </S> included), W=T-2 words, C=characters
 # per token, J=biLM layers mixed (L + 1), D=2P (ELMo's width), U=head LSTM units
@@ -414,7 +414,7 @@ class ElmoTokenTagger(ElmoTaskModel):
     tokens, `(B, T, K)`, so that word j of a row (input position j + 1)
     has its logits at position j + 1: `<S>`, `</S>` and padding hold
     zeros, as `[CLS]` / `[SEP]` hold labels nobody reads in BERT's tagging
-    layout (`tasks/conll.py` gives them sample weight 0).
+    layout (`training/tasks/conll.py` gives them sample weight 0).
 
     Args:
         backbone: `ElmoBackbone` (stateless). Frozen by this model.

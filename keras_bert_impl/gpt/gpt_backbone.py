@@ -2,12 +2,12 @@
 
 import keras
 
+from keras_bert_impl.base.sequence_checks import check_sequence_inputs
 from keras_bert_impl.gpt.gpt_config import AFNS
 from keras_bert_impl.gpt.gpt_config import GptConfig
 from keras_bert_impl.gpt.gpt_embeddings import GptEmbeddings
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
-from keras_bert_impl.models.bert_backbone import check_sequence_inputs
 
 # B=batch, S=sequence, H=hidden, V=vocab
 

@@ -2,12 +2,12 @@
 
 import keras
 
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, S=sequence, V=vocab
 

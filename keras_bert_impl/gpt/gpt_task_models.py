@@ -25,14 +25,14 @@ loss is exactly the task loss. The logs show the unweighted L1 as `lm_loss`.
 
 import keras
 
+from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
-from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
 # S=sequence, H=hidden, V=vocab, K=classes, L=labels
@@ -412,7 +412,7 @@ class GptTokenTagger(GptTaskModel):
     only: a token's state has seen the tokens before it and none after, so
     a word is tagged without its right context (BERT sees both sides; its
     Sec. 5.1 "LTR & No NSP" ablation measures what that costs). As for BERT,
-    `tasks/conll.py` puts the labels on each word's first piece with sample
+    `training/tasks/conll.py` puts the labels on each word's first piece with sample
     weight 1 and the loss is the weighted mean over them.
 
     Training loss: that + `lm_coef` * the LM loss of the inputs (see the

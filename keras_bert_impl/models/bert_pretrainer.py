@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
 from keras_bert_impl.losses import MaskedLMLoss
@@ -9,7 +11,6 @@ from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.models.batch_slices import BatchSlices
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 # B=batch, P=max_predictions_per_seq, V=vocab
 
@@ -54,17 +55,6 @@ def _masked_lm_head(backbone, hidden_act=None, layer_norm_eps=None):
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
-
-
-def compile_from_saved_config(model, config):
-    """Re-compiles a loaded `.keras` model with its saved compile arguments.
-
-    Keras' own version declines (with a warning) when `compile` is
-    overridden; ours only adds defaults, so replaying the arguments is right.
-    """
-    model.compile(**keras.saving.deserialize_keras_object(config))
-    if model.built:
-        model.optimizer.build(model.trainable_variables)
 
 
 class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):

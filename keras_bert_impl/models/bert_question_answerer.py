@@ -18,7 +18,7 @@ class BertQuestionAnswerer(BertTaskModel):
     output, split into start and end logits; the loss is the mean of the two
     cross-entropies over positions. Position 0 ([CLS]) stands for "no answer"
     (SQuAD v2.0). Decoding (end >= start, max answer length, max-context
-    windows) lives with the data, in `tasks/squad.py`.
+    windows) lives with the data, in `training/tasks/squad.py`.
 
     Args:
         backbone: `BertBackbone`.

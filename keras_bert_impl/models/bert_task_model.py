@@ -2,9 +2,9 @@
 
 import keras
 
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.models.bert_backbone import INPUT_NAMES
 from keras_bert_impl.models.bert_backbone import check_inputs
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 
 
 def backbone_inputs():

@@ -16,7 +16,7 @@ class BertTokenTagger(BertTaskModel):
     """Dropout + Dense on every token's final vector (paper Sec. 5.3, Fig. 4d).
 
     The paper labels each word's first WordPiece; the other pieces, the
-    special tokens and padding carry sample weight 0 (`tasks/conll.py` makes
+    special tokens and padding carry sample weight 0 (`training/tasks/conll.py` makes
     them), and the loss is the weighted mean over the labelled pieces.
 
     Args:

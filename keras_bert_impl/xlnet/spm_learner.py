@@ -77,7 +77,7 @@ def learn_sentencepiece(
             rarer ones become <unk>.
         input_sentence_size: int. At most this many lines are sampled.
         num_threads: int. Training threads; all cores by default.
-        progress: None, or a reporter (`command_line.progress.Reporter`): its
+        progress: None, or a reporter (`tf_records.command_line.progress.Reporter`): its
             `meter(what, total, unit, scale)` is `update`d with the bytes
             of text read and `finish`ed, then `timed(what)` wraps the
             training.

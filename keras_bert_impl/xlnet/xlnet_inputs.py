@@ -28,7 +28,7 @@ SQuAD puts the paragraph first, as the original `run_squad.py` ("during
 pretraining, B is always shorter than A") and transformers' SQuAD processor
 for left-padding tokenizers do: a document window is A, the question B.
 
-The readers in `tasks/` encode BERT's way (`[CLS] A [SEP] B [SEP]`, right
+The readers in `training/tasks/` encode BERT's way (`[CLS] A [SEP] B [SEP]`, right
 padding, `input_mask` 1 on tokens); `from_bert_layout` rearranges such rows
 into XLNet's, column for column, and says where each position came from, so
 per-position arrays (tagging labels, maps to words) follow their tokens.
@@ -227,8 +227,8 @@ def from_bert_layout(x, special):
     """Rows encoded BERT's way, rearranged into XLNet's layout.
 
     A row `[c] A [s] (B [s])` followed by padding, with `input_mask` 1 on
-    its n tokens (what `tasks.glue.encode_examples`, `tasks.swag.encode_swag`
-    and `tasks.conll.encode_sentences` write), becomes `A [s] (B [s]) [c]`
+    its n tokens (what `training.tasks.glue.encode_examples`, `training.tasks.swag.encode_swag`
+    and `training.tasks.conll.encode_sentences` write), becomes `A [s] (B [s]) [c]`
     after S - n padding positions: its first token moves to the end, the
     others keep their order. Encode with `<cls>` and `<sep>` as the
     tokenizer's "[CLS]" and "[SEP]" ids and `<pad>` as its padding, and the

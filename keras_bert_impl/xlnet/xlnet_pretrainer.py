@@ -2,10 +2,10 @@
 
 import keras
 
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.xlnet.xlnet_backbone import MEMORY_INPUT
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 

@@ -29,11 +29,11 @@ SavedModel takes int32 ids only, as BERT's.
 
 import keras
 
+from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.saved_compile import compile_from_saved_config
+from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_pretrainer import compile_from_saved_config
-from keras_bert_impl.models.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.models.keras_strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
 
@@ -384,7 +384,7 @@ class XLNetTokenTagger(XLNetTaskModel):
 
     transformers' `XLNetForTokenClassification` (the backbone's output
     dropout is the only dropout). As for BERT (Sec. 5.3), each word's label
-    sits on its first piece with sample weight 1 (`tasks/conll.py`, moved
+    sits on its first piece with sample weight 1 (`training/tasks/conll.py`, moved
     into XLNet's layout by `xlnet_inputs.from_bert_layout`), and the loss is
     the weighted mean over them.
 

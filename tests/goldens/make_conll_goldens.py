@@ -11,7 +11,7 @@ shared tasks; it is not part of this repository):
 Cases: the tests' hand-computed examples; random tag sequences (BIO/IOB1
 tags, and "noisy" ones with E-, S-, type-less and hyphenated-type tags that
 exercise conlleval's odd rules), each scored by `perl conlleval.pl < file`;
-plus the test fixture's sentences written by `tasks.conll.write_predictions`
+plus the test fixture's sentences written by `training.tasks.conll.write_predictions`
 with perturbed predictions, that file itself fed to Perl. seqeval 1.2.2 (default, "conlleval-compatible"
 mode) is a second reference for the BIO/IOB1 cases; its numbers are stored
 too. seqeval reads S-/E- tags its own way, so the noisy cases have none.
@@ -28,8 +28,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
-from tasks.conll import read_conll  # noqa: E402
-from tasks.conll import write_predictions  # noqa: E402
+from training.tasks.conll import read_conll  # noqa: E402
+from training.tasks.conll import write_predictions  # noqa: E402
 
 OUT = os.path.join(HERE, "conll_goldens.json")
 FIXTURE = os.path.join(ROOT, "tests", "data", "conll", "eng_sample.txt")

@@ -49,7 +49,7 @@ from tf_records.records_folder import transactional
 def read_sentences(paths, meter=None):
     """Every non-blank line of the files (plain or .gz), split on whitespace.
 
-    `meter`: None, or a progress meter (`command_line.progress.Progress`)
+    `meter`: None, or a progress meter (`tf_records.command_line.progress.Progress`)
     `update`d after each document with the bytes read and the sentences.
     """
     for path in paths:
@@ -173,7 +173,7 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
         shuffle_seed: int or None. Shuffle the sentences with this seed
             first (bilm-tf's `shuffle_on_load`); None keeps file order.
         batches_per_shard: int. Consecutive batches per shard file.
-        progress: None, or a reporter (`command_line.progress.Reporter`: its
+        progress: None, or a reporter (`tf_records.command_line.progress.Reporter`: its
             `meter(what, total, unit, scale)` gives an object to `update`
             and `finish`) told the sentences read (MB of the files), then
             the targets written (every token's one per direction).

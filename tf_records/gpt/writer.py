@@ -59,7 +59,7 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
         random_seed: int. Seed of the window order.
         document_separator_id: optional int. A token appended after every
             document (e.g. an end-of-text id); GPT's release has none.
-        progress: None, or a reporter (`command_line.progress.Reporter`: its
+        progress: None, or a reporter (`tf_records.command_line.progress.Reporter`: its
             `meter(what, total, unit, scale)` gives an object to `update`
             and `finish`) told the documents tokenized (MB of the files
             read, documents, tokens), then the windows written.

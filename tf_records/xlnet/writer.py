@@ -53,7 +53,7 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
         random_seed: int. Seed of A/B sampling and masking.
         whole_word_spans: bool. Spans of whole words (see `sample_mask`).
         batches_per_shard: int. Consecutive batches per shard file.
-        progress: None, or a reporter (`command_line.progress.Reporter`: its
+        progress: None, or a reporter (`tf_records.command_line.progress.Reporter`: its
             `meter(what, total, unit, scale)` gives an object to `update`
             and `finish`) told the batches written (the total is the most
             the stream can give; the last may not find room for A and B).

@@ -23,7 +23,7 @@ import sys
 
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 
 FLAGS = flags.FLAGS
 CANDIDATES = {  # name: (training.finetune task, max_seq_length)

@@ -15,7 +15,7 @@ import json
 import os
 import traceback
 
-from command_line import keras_extras
+from tf_records.command_line import keras_extras
 from training.ablation.cells import _free_models
 from training.ablation.cells import _load_cell
 from training.ablation.cells import _run_cell

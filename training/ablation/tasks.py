@@ -41,7 +41,7 @@ import random
 
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 from training.ablation.task_rows import answer_sentence_rows
 from training.ablation.task_rows import replaced_word_rows
 from training.ablation.task_rows import sentence_order_rows
@@ -84,7 +84,7 @@ def split_documents(with_sources=False):
 
 def first_words_f1(data, num_words):
     """Official SQuAD v1.1 F1 and EM of always answering the context's first words."""
-    from tasks.squad_metrics import evaluate_v1
+    from training.tasks.squad_metrics import evaluate_v1
 
     predictions = {qa["id"]: " ".join(p["context"].split()[:num_words])
                    for article in data for p in article["paragraphs"] for qa in p["qas"]}

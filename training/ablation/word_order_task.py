@@ -21,7 +21,7 @@ import random
 
 from absl import flags
 
-from command_line import console
+from tf_records.command_line import console
 from training.pretraining.default_corpus import default_documents
 
 MIN_WORDS, MAX_WORDS = 6, 30

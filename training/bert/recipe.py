@@ -246,10 +246,10 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
     the words counted (MB of the files read, rate, ETA), then each round of
     the WordPiece threshold search (its ETA an upper bound: the search may
     end before its last possible round). `num_unused`: `[unusedN]` slots."""
-    from command_line.progress import Reporter
     from keras_bert_impl.tokenizers.vocab_learner import count_words
     from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
     from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
+    from tf_records.command_line.progress import Reporter
     from tf_records.input_files import line_bytes
     from tf_records.input_files import text_meter
 

@@ -27,13 +27,13 @@ from keras_bert_impl.elmo.char_ids import token_char_ids
 from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
-from tasks import conll
-from tasks import glue
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import _glue_labels
 from training.finetuning.tasks import _say
 from training.finetuning.text_classification import TextClassificationTask
+from training.tasks import conll
+from training.tasks import glue
 
 # `--model=elmo`: the task network trains from scratch on frozen features,
 # as AllenNLP's ELMo taggers and classifiers (Adam, lr 1e-3, no weight
@@ -145,7 +145,7 @@ def build_elmo_backbone(cfg):
 class _ElmoWords:
     """Words as the rows of one table; a row's ELMo character ids are looked up late.
 
-    Shaped as `tasks.conll.encode_sentences` reads a tokenizer: each word is
+    Shaped as `training.tasks.conll.encode_sentences` reads a tokenizer: each word is
     one "piece" whose id is its row, `<S>` (row 1) and `</S>` (row 2) stand
     where BERT's `[CLS]` and `[SEP]` stand, and 0 is padding (ELMo's
     all-zero padding token). Rows of word ids are small; `char_table`

@@ -80,7 +80,7 @@ class ElmoRecipe:
         given = records_input(cfg)
         if given:
             return given
-        from command_line.progress import Reporter
+        from tf_records.command_line.progress import Reporter
         from tf_records.elmo.writer import write_elmo_data
 
         data_dir, train_files, heldout_files = text_sources(cfg)

@@ -64,8 +64,8 @@ def load_data(cfg):
     read, encoded and checked (bad rows name file and line; an empty split
     is named here, not found by `predict` after an epoch)."""
     from keras_bert_impl.tokenizers import BertTokenizer
-    from tasks.bad_rows import BadRowError
     from training.finetuning.tasks import make_task
+    from training.tasks.bad_rows import BadRowError
 
     try:  # a vocabulary that is not one: named by its flag
         if cfg.model == "gpt":

@@ -30,7 +30,7 @@ in `training/elmo/finetune.py`; no SQuAD or SWAG).
 This file holds BERT's tasks, the helpers all tasks share, and BERT's
 `make_task`; GPT's and ELMo's tasks build on these classes in those two
 files (`make_gpt_task`, `make_elmo_task`), which this file never imports.
-The data and metrics live in `tasks/`; this file only wires them together.
+The data and metrics live in `training/tasks/`; this file only wires them together.
 """
 
 import glob
@@ -44,13 +44,13 @@ from keras_bert_impl import BertClassifier
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
-from tasks import conll
-from tasks import conll_metrics
-from tasks import glue
-from tasks import glue_metrics
-from tasks import squad
-from tasks import squad_metrics
-from tasks import swag
+from training.tasks import conll
+from training.tasks import conll_metrics
+from training.tasks import glue
+from training.tasks import glue_metrics
+from training.tasks import squad
+from training.tasks import squad_metrics
+from training.tasks import swag
 
 # The paper's fine-tuning settings (Sec. 4, Appendix A.3): learning rates
 # from its grid {5e-5, 3e-5, 2e-5}: GLUE 5e-5 (the original
@@ -119,7 +119,7 @@ def _predict(model, x, batch_size):
     MiniLM's 90 MB to fingerprint, against seconds for a dev pass)."""
     import keras
 
-    from command_line.progress import batch_progress
+    from tf_records.command_line.progress import batch_progress
 
     fingerprint = _weights_fingerprint(model)
     scores = _LAST_SCORES.setdefault(model, {})

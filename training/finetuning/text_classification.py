@@ -6,7 +6,7 @@
 
 `TextClassificationTask` is a GLUE task whose files, columns and labels come
 from the flags instead of GLUE's layout: the files are read by
-`tasks.text_classification` (format from the extension, delimiter sniffed,
+`training.tasks.text_classification` (format from the extension, delimiter sniffed,
 errors naming file, line and column), the labels are the training file's,
 sorted, and everything else (encoding, `--window_stride` windows, the
 model) is the GLUE task's, so every family's GLUE task (`GptGlueTask`,
@@ -32,11 +32,11 @@ import os
 
 import numpy as np
 
-from tasks import glue
-from tasks import text_classification as reading
-from tasks.text_classification_metrics import classification_metrics
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import _say
+from training.tasks import glue
+from training.tasks import text_classification as reading
+from training.tasks.text_classification_metrics import classification_metrics
 
 # N=examples, C=classes
 

@@ -28,13 +28,13 @@ from keras_bert_impl.gpt.gpt_inputs import text_inputs
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
-from tasks import glue
-from tasks import swag
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SwagTask
 from training.finetuning.tasks import _glue_labels
 from training.finetuning.text_classification import TextClassificationTask
+from training.tasks import glue
+from training.tasks import swag
 
 # `--model=gpt`: the original `train.py` defaults (lr 6.25e-5, `lr_warmup`
 # 0.002 of the steps, `lm_coef` 0.5, Adam epsilon 1e-8); batch 32 (8 x 4 GPUs),
@@ -170,7 +170,7 @@ class GptGlueTask(GlueTask):
 
 
 class _GptPieces:
-    """GPT's BPE in the shape `tasks.conll.encode_sentences` reads a tokenizer.
+    """GPT's BPE in the shape `training.tasks.conll.encode_sentences` reads a tokenizer.
 
     Each word's pieces are its BPE ids; the row is `_start_ pieces
     _classify_` (GPT's single-text layout) where BERT has `[CLS] pieces

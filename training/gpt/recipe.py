@@ -72,7 +72,7 @@ class GptRecipe:
         given = records_input(cfg)
         if given:
             return given
-        from command_line.progress import Reporter
+        from tf_records.command_line.progress import Reporter
         from tf_records.gpt.writer import write_lm_data
 
         data_dir, train_files, heldout_files = text_sources(cfg)
@@ -209,9 +209,9 @@ def learn_gpt_bpe(lines, files, vocab_size):
     Returns:
         `(vocab, merges)`, as `learn_bpe`.
     """
-    from command_line.progress import Reporter
     from keras_bert_impl.gpt.bpe_learner import bpe_from_counts
     from keras_bert_impl.gpt.bpe_learner import count_words
+    from tf_records.command_line.progress import Reporter
     from tf_records.input_files import line_bytes
     from tf_records.input_files import text_meter
 

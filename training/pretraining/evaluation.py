@@ -31,7 +31,7 @@ def evaluate(model, heldout, train, vocab_size):
     """
     import numpy as np
 
-    from command_line.progress import batch_progress
+    from tf_records.command_line.progress import batch_progress
 
     results = model.evaluate(heldout, verbose=0, return_dict=True, callbacks=[
         batch_progress("Held-out evaluation", total=_batches(heldout))])
@@ -91,7 +91,7 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
     """
     import numpy as np
 
-    from command_line.progress import Progress
+    from tf_records.command_line.progress import Progress
 
     counts = np.ones(vocab_size, np.float64)  # add-one
     for _, y, w in train.take(200):
@@ -139,7 +139,7 @@ def bilm_report(model, heldout, train_counts):
     """
     import numpy as np
 
-    from command_line.progress import Progress
+    from tf_records.command_line.progress import Progress
 
     counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
     unigram_log_prob = np.log(counts / counts.sum())

@@ -19,7 +19,7 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
     import keras
     import tensorflow as tf
 
-    from keras_bert_impl.models.keras_strategy_fixes import without_autotune_thread
+    from keras_bert_impl.base.strategy_fixes import without_autotune_thread
     from tf_records.manifest import pipeline_share
     from tf_records.manifest import read_manifest
     from training.pretraining.common import checkpoint_interval

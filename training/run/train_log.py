@@ -5,8 +5,8 @@ import time
 import keras
 import tensorflow as tf
 
-from command_line.progress import eta_seconds
-from command_line.progress import format_duration
+from tf_records.command_line.progress import eta_seconds
+from tf_records.command_line.progress import format_duration
 
 # Shown first, under short labels; any other logged "...accuracy" follows.
 _LABELS = (("loss", "loss", ".4f"), ("masked_lm_accuracy", "mlm acc", ".3f"),

@@ -16,12 +16,12 @@ writing the files the same way, with XLNet's layout (`A <sep> (B <sep>)
 <cls>`, left padding, `input_mask` 1 on padding; `keras_bert_impl.xlnet.
 xlnet_inputs`) and task models (`xlnet_task_models`):
 
-- GLUE, CoNLL and SWAG encode with the readers of `tasks/` (their
+- GLUE, CoNLL and SWAG encode with the readers of `training/tasks/` (their
   truncation, `--window_stride` windows and first-piece labels) through a
   SentencePiece stand-in for BERT's tokenizer, then move every row into
   XLNet's layout with `from_bert_layout` (per-position labels and maps move
   with their tokens).
-- SQuAD (`tasks.xlnet_squad`) is laid out as the original `run_squad.py`: `paragraph <sep>
+- SQuAD (`training.tasks.xlnet_squad`) is laid out as the original `run_squad.py`: `paragraph <sep>
   question <sep> <cls>` (the paragraph first; transformers' SQuAD processor
   does the same for left-padding tokenizers), windows of the paragraph
   `--doc_stride` pieces apart, "no answer" at `<cls>` (the last position),
@@ -47,12 +47,6 @@ from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
-from tasks import glue
-from tasks import squad
-from tasks import squad_metrics
-from tasks import swag
-from tasks.xlnet_squad import decode_xlnet_squad
-from tasks.xlnet_squad import xlnet_squad_features
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SquadTask
@@ -61,6 +55,12 @@ from training.finetuning.tasks import _predict
 from training.finetuning.tasks import _report_skipped
 from training.finetuning.tasks import check_rows
 from training.finetuning.text_classification import TextClassificationTask
+from training.tasks import glue
+from training.tasks import squad
+from training.tasks import squad_metrics
+from training.tasks import swag
+from training.tasks.xlnet_squad import decode_xlnet_squad
+from training.tasks.xlnet_squad import xlnet_squad_features
 
 # N=rows, S=max_seq_length
 
@@ -218,7 +218,7 @@ def _check_vocab_size(rows, pieces, checkpoint, vocab_file):
 
 
 class _XLNetPieces:
-    """XLNet's SentencePiece in the shape the readers of `tasks/` read a
+    """XLNet's SentencePiece in the shape the readers of `training/tasks/` read a
     tokenizer: pieces and their ids; `<cls>` and `<sep>` as "[CLS]" and
     "[SEP]", `<pad>` as padding, so the rows come out as BERT's layout of
     XLNet's tokens, ready for `from_bert_layout`."""

@@ -216,7 +216,7 @@ class XLNetRecipe:
             if heldout and not is_tfrecords(heldout):
                 raise SystemExit("--heldout_input must be TFRecords when --input is.")
             return cfg.input, heldout, cfg.vocab_file or None
-        from command_line.progress import Reporter
+        from tf_records.command_line.progress import Reporter
         from tf_records.xlnet.writer import tokenized_documents
 
         data_dir, train_files, heldout_files = text_sources(cfg)
@@ -261,8 +261,8 @@ class XLNetRecipe:
         path = os.path.join(folder, SPM_FILE)
         if os.path.exists(path):
             return path
-        from command_line.progress import Reporter
         from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
+        from tf_records.command_line.progress import Reporter
 
         start = time.time()
         try:
@@ -446,7 +446,7 @@ class XLNetRecipe:
 def _every_pass(files, tokenizer, passes):
     """The tokenized documents of `files`, `passes` times over, each pass
     with its own progress lines."""
-    from command_line.progress import Reporter
+    from tf_records.command_line.progress import Reporter
     from tf_records.xlnet.writer import tokenized_documents
 
     for number in range(1, passes + 1):

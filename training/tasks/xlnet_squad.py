@@ -1,6 +1,6 @@
 """SQuAD for XLNet: windows in XLNet's layout and answers from its logits.
 
-`tasks.squad` reads the files, `tasks.windows` cuts the paragraph, as for
+`training.tasks.squad` reads the files, `training.tasks.windows` cuts the paragraph, as for
 BERT; what differs is XLNet's own (the original `run_squad.py` and
 `squad_utils.py`, Yang et al. 2019): each window is `paragraph <sep>
 question <sep> <cls>`, paragraph first, left-padded; "no answer" is the
@@ -18,9 +18,9 @@ from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
 from keras_bert_impl.xlnet.xlnet_inputs import left_pad
 from keras_bert_impl.xlnet.xlnet_inputs import pack_example
 from keras_bert_impl.xlnet.xlnet_tokenizer import SPIECE_UNDERLINE
-from tasks import squad
-from tasks.windows import is_max_context
-from tasks.windows import windows
+from training.tasks import squad
+from training.tasks.windows import is_max_context
+from training.tasks.windows import windows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +83,7 @@ def xlnet_squad_features(examples, tokenizer, max_seq_length=512, doc_stride=128
     """Windows of `paragraph <sep> question <sep> <cls>`, as the original `run_squad.py`.
 
     Args:
-        examples: list of `tasks.squad.SquadExample`.
+        examples: list of `training.tasks.squad.SquadExample`.
         tokenizer: `XLNetTokenizer`.
         max_seq_length: int. S, special tokens included.
         doc_stride: int. Pieces between window starts.
@@ -163,7 +163,7 @@ def _answer_text(doc_tokens, first, last, first_chars, last_chars):
 def decode_xlnet_squad(examples, features, start_logits, end_logits, n_best_size=20,
                        max_answer_length=30, version_2_with_negative=False,
                        null_score_diff_threshold=0.0):
-    """Answer text per question from XLNet's logits, as `tasks.squad.decode_predictions`
+    """Answer text per question from XLNet's logits, as `training.tasks.squad.decode_predictions`
     (the original `write_predictions`' n-best search), with XLNet's layout:
     the null answer is scored at `<cls>`, the last position, and answers
     are cut from the context at the predicted pieces' characters.
@@ -179,7 +179,7 @@ def decode_xlnet_squad(examples, features, start_logits, end_logits, n_best_size
             best span's by more than this (v2).
 
     Returns:
-        `(predictions, nbest, null_odds)`, as `tasks.squad.decode_predictions`.
+        `(predictions, nbest, null_odds)`, as `training.tasks.squad.decode_predictions`.
     """
     start_logits = np.asarray(start_logits, np.float64)  # (N, S)
     end_logits = np.asarray(end_logits, np.float64)  # (N, S)

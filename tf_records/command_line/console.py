@@ -50,7 +50,7 @@ from absl import app
 from absl import flags
 from absl import logging as absl_logging
 
-from command_line import keras_extras
+from tf_records.command_line import keras_extras
 
 LOG_FILE = os.path.join("logs", "console.log")
 VERBOSITY_HELP = (
@@ -58,7 +58,7 @@ VERBOSITY_HELP = (
     f"<output folder>/{LOG_FILE}, not the console; 1: they show on the console; "
     "2: TensorFlow's INFO logs too.")
 # Our packages: their flags are the command's, listed by --help.
-_PACKAGES = ("training", "tf_records", "tasks", "keras_bert_impl")
+_PACKAGES = ("training", "tf_records", "keras_bert_impl")
 
 
 def verbosity_from_argv(argv):
@@ -83,7 +83,7 @@ def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=Non
         swapped=False):
     """`absl.app.run(main)` with the console described in the module
     docstring, and Keras imported without its scikit-learn and matplotlib
-    extras (`command_line.keras_extras`).
+    extras (`tf_records.command_line.keras_extras`).
 
     Args:
         main: the command's `main(argv)`.

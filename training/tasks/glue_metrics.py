@@ -14,8 +14,8 @@ import numpy as np
 import scipy.stats
 import sklearn.metrics
 
-from tasks.glue import decode_predictions
-from tasks.glue import get_task
+from training.tasks.glue import decode_predictions
+from training.tasks.glue import get_task
 
 
 def accuracy(predictions, labels):
@@ -63,7 +63,7 @@ def glue_metrics(task, predictions, labels):
     """The metrics GLUE reports for `task`.
 
     Args:
-        task: str or `tasks.glue.GlueTask` (`"cola"`, `"mrpc"`, `"stsb"`, ...).
+        task: str or `training.tasks.glue.GlueTask` (`"cola"`, `"mrpc"`, `"stsb"`, ...).
         predictions: `(N,)` int label ids or `(N, C)` logits (argmax taken);
             `(N,)` or `(N, 1)` scores for STS-B.
         labels: `(N,)` gold label ids (`EncodedExamples.y`) or scores.

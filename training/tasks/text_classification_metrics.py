@@ -1,4 +1,4 @@
-"""Your own labelled texts scored (`tasks.text_classification` reads
+"""Your own labelled texts scored (`training.tasks.text_classification` reads
 them): accuracy, macro-F1, per-class precision / recall / F1 and the
 confusion matrix of predicted label ids, as the usual reports give them
 (scikit-learn's).

@@ -6,7 +6,7 @@ in one file in its order.
 1. `read_squad_examples`: official JSON -> `SquadExample`s; the context is
    split on whitespace into words, and character offsets map to words.
 2. `convert_examples_to_features`: `[CLS] question [SEP] document [SEP]`
-   windows over long documents (`tasks.windows`); each document token
+   windows over long documents (`training.tasks.windows`); each document token
    keeps its word and whether this window gives it the most context.
    Training labels are the answer's token positions, or 0/0 ([CLS]) when
    the window misses it or the question is unanswerable (v2).
@@ -34,9 +34,9 @@ import numpy as np
 
 from keras_bert_impl.bert_config import write_json_atomic
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-from tasks.bad_rows import BadRowError
-from tasks.windows import is_max_context
-from tasks.windows import windows
+from training.tasks.bad_rows import BadRowError
+from training.tasks.windows import is_max_context
+from training.tasks.windows import windows
 
 # N=features, S=max_seq_length
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ refuses those two packages to imports made by Keras' own modules (`keras.*`)
 and to no one else, so Keras takes its "not installed" path for them (its
 scikit-learn wrappers and image gallery then raise if called) while our
 imports of them, and anyone else's, work as usual, before or after Keras.
-`command_line.console.run` installs it for every command, and
+`tf_records.command_line.console.run` installs it for every command, and
 `training.ablations` in its worker processes; the library never does, since
 its users may want Keras' wrappers.
 
@@ -39,7 +39,7 @@ class KerasExtrasFinder:
         del path, target
         if name.partition(".")[0] in LEFT_OUT and _importer().startswith("keras."):
             raise ModuleNotFoundError(
-                f"No module named {name!r} (left out of Keras by command_line.keras_extras)",
+                f"No module named {name!r} (left out of Keras by tf_records.command_line.keras_extras)",
                 name=name)
         return None
 

@@ -250,7 +250,7 @@ def search_null_threshold(dataset, nbest, null_odds):
 
     Args:
         dataset: list. The dev file's "data" (or the whole file).
-        nbest, null_odds: from `tasks.squad.decode_predictions(...,
+        nbest, null_odds: from `training.tasks.squad.decode_predictions(...,
             version_2_with_negative=True)`.
 
     Returns:

@@ -121,7 +121,7 @@ def conlleval_file(path, encoding="utf-8"):
 
     Lines are `... gold predicted` (the last two fields; the columns before
     are ignored); a blank line, or a line whose first field is "-X-", is a
-    sentence boundary. `tasks.conll.write_predictions` writes this format.
+    sentence boundary. `training.tasks.conll.write_predictions` writes this format.
 
     Args:
         path: str. The file.

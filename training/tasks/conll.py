@@ -9,7 +9,7 @@ positions and no custom loss is needed.
 
 A sentence longer than `max_seq_length - 2` pieces is either truncated
 (the words whose first piece is cut lose their prediction, and the count is
-reported) or read in overlapping windows (`tasks.windows`), each word then
+reported) or read in overlapping windows (`training.tasks.windows`), each word then
 taking its label from the window where its first piece has the most
 context, as the original `run_squad.py` merges document windows.
 """
@@ -20,10 +20,10 @@ import tempfile
 
 import numpy as np
 
-from tasks.bad_rows import BadRowError
-from tasks.windows import Window
-from tasks.windows import max_context_window
-from tasks.windows import windows
+from training.tasks.bad_rows import BadRowError
+from training.tasks.windows import Window
+from training.tasks.windows import max_context_window
+from training.tasks.windows import windows
 
 _DOCSTART = "-DOCSTART-"  # CoNLL-2003's document-boundary line, not a word
 
@@ -297,7 +297,7 @@ def decode_predictions(logits_or_ids, encoded, label_list, default_label="O"):
 def write_predictions(path, sentences, predictions):
     """Writes `word gold predicted` lines, a blank line after each sentence.
 
-    This is conlleval's input format (`tasks.conll_metrics.conlleval_file`
+    This is conlleval's input format (`training.tasks.conll_metrics.conlleval_file`
     and the original `conlleval` script read it). Written to a temporary
     file in the same folder and moved into place, so a crash never leaves a
     half-written file that a later evaluation would score.

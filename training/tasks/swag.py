@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from keras_bert_impl.tokenizers import truncate_seq_pair
-from tasks.bad_rows import BadRowError
+from training.tasks.bad_rows import BadRowError
 
 # N=examples, K=NUM_CHOICES, S=max_seq_length
 

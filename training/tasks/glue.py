@@ -26,8 +26,8 @@ import numpy as np
 
 from keras_bert_impl.tokenizers import padded_inputs
 from keras_bert_impl.tokenizers import truncate_seq_pair
-from tasks.bad_rows import BadRowError
-from tasks.windows import windows
+from training.tasks.bad_rows import BadRowError
+from training.tasks.windows import windows
 
 # N=examples or window rows, S=max_seq_length, C=classes
 
@@ -39,7 +39,7 @@ class GlueTask:
     Args:
         name: str. The GLUE directory name (`"CoLA"`, `"STS-B"`, ...).
         labels: tuple of str, or None for regression (STS-B).
-        metrics: tuple of str. Names in `tasks.glue_metrics.METRICS`.
+        metrics: tuple of str. Names in `training.tasks.glue_metrics.METRICS`.
         text_columns: tuple of int. Segment A's (and B's) column in train/dev.
         label_column: int. The label's column in train/dev (-1: the last).
         test_text_columns: tuple of int. The text columns in test files.
@@ -270,7 +270,7 @@ def encode_examples(examples, tokenizer, labels, max_seq_length=128, stride=None
 
     Long inputs are truncated as the original, longest segment first. With
     `stride=k` they are instead read in windows whose starts are `k` tokens
-    apart (`tasks.windows`, SQuAD's `doc_stride`), one row per window, each
+    apart (`training.tasks.windows`, SQuAD's `doc_stride`), one row per window, each
     with the example's label: windows of the single text, or of segment B
     with A whole in every row, as SQuAD keeps the question. An A over half
     the room is first cut to half, so B keeps half of every row (SQuAD cuts

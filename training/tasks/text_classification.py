@@ -20,7 +20,7 @@ the file's header (CSV/TSV) or keys (JSON Lines):
 Labels are strings (a JSON number or boolean as JSON writes it: `1`,
 `true`), stripped of surrounding spaces; `label_list` sorts the training
 file's, so label ids stay the same across runs. The scores are
-`tasks.text_classification_metrics`.
+`training.tasks.text_classification_metrics`.
 """
 
 import bisect
@@ -32,8 +32,8 @@ import json
 import math
 import os
 
-from tasks.bad_rows import BadRowError
-from tasks.glue import InputExample
+from training.tasks.bad_rows import BadRowError
+from training.tasks.glue import InputExample
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json-lines": "jsonl",
            ".ndjson": "jsonl"}
@@ -60,7 +60,7 @@ class _BadRowToSkip(BadRowError, BadInputError):
 
 @dataclasses.dataclass(frozen=True)
 class TextFile:
-    """One file read: `examples` (`tasks.glue.InputExample`, guid
+    """One file read: `examples` (`training.tasks.glue.InputExample`, guid
     `"{split}-{line}"`, label None when no label column was asked for),
     `lines` (the physical line each example's record starts on, 1-based) and
     `skipped` (reason -> rows skipped)."""
