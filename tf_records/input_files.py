@@ -117,8 +117,9 @@ def _first_bad_line(path, flag):
 
 
 # What every run folder may hold beside its command's own files: the console
-# log (tf_records/command_line/console.py) and the run's lock (training/run/checkpointing.py).
-RUN_FOLDER_COMPANIONS = ("logs", ".lock")
+# log (tf_records/command_line/console.py) and the run's lock (training/run/checkpointing.py);
+# log.txt: the log of a run `training.ablations` makes in-process (training/ablation/).
+RUN_FOLDER_COMPANIONS = ("logs", ".lock", "log.txt")
 
 
 def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
