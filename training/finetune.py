@@ -51,12 +51,11 @@ as `paragraph <sep> question <sep> <cls>`; the original's settings (GLUE lr
 5e-5, SQuAD and SWAG 2e-5, Adam epsilon 1e-6, no weight decay, 10% warmup);
 cased unless `--do_lower_case` is given.
 
-This file holds the run and BERT's backbone; the flags, BERT's defaults
-and `resolve` are in `training/finetuning/config.py`. `resolve` and
-`build_backbone` hand `--model=gpt`, `--model=elmo` and `--model=xlnet` to
-`training/gpt/finetune.py`, `training/elmo/finetune.py` and
-`training/xlnet/finetune.py` (their defaults, checkpoint lookup, backbones
-and tasks); the tasks are built by `training/finetuning/tasks.py`.
+This file holds the run; the flags and `resolve` are in
+`training/finetuning/config.py`. What a family does its own way (defaults,
+checkpoint lookup, tokenizer, tasks, backbone, batches, export) is its
+recipe, picked by `--model` in `training/finetuning/recipe.py`:
+`training/{bert,gpt,elmo,xlnet}/finetune.py`.
 """
 
 import dataclasses
@@ -74,6 +73,7 @@ from tf_records.command_line import console
 from training.finetuning.config import HELP
 from training.finetuning.config import FinetuneConfig
 from training.finetuning.config import resolve
+from training.finetuning.recipe import finetune_recipe
 from training.run.config_flags import define_flags
 from training.run.config_flags import from_flags
 
@@ -82,44 +82,11 @@ def say(message):
     print(message, flush=True)
 
 
-def build_backbone(cfg, vocab_size):
-    from keras_bert_impl import BertBackbone
-    from keras_bert_impl import preset
-    from keras_bert_impl.checkpoints import load_backbone
-    from keras_bert_impl.models import BertBiLstmBackbone
-    from keras_bert_impl.models import BertFeatureBackbone
-    from training.elmo.finetune import build_elmo_backbone
-    from training.gpt.finetune import build_gpt_backbone
-
-    if cfg.model == "gpt":
-        return build_gpt_backbone(cfg, vocab_size)
-    if cfg.model == "elmo":
-        return build_elmo_backbone(cfg)
-    if cfg.model == "xlnet":
-        from training.xlnet.finetune import build_xlnet_backbone
-
-        return build_xlnet_backbone(cfg, vocab_size)
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
-    # LTR: causal in fine-tuning as in pretraining (the paper: removing the
-    # mask at fine-tuning hurt). None keeps the checkpoint's attention.
-    causal = True if cfg.ablation in ("ltr", "ltr_bilstm") else None
-    if cfg.init_checkpoint:
-        backbone = load_backbone(cfg.init_checkpoint, dtype=dtype, causal=causal)
-    else:
-        backbone = BertBackbone.from_bert_config(
-            preset(cfg.preset).replace(vocab_size=vocab_size), causal=bool(causal), dtype=dtype)
-    if cfg.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
-        backbone = BertBiLstmBackbone(backbone)  # randomly initialized, for fine-tuning only
-    if cfg.ablation == "features" and not isinstance(backbone, BertFeatureBackbone):
-        backbone = BertFeatureBackbone(backbone)  # BERT frozen, the BiLSTM trained
-    return backbone
-
-
 def main(argv):
     del argv
     cfg = from_flags(FinetuneConfig)
-    if cfg.model == "xlnet" and not flags.FLAGS["do_lower_case"].present:
-        cfg = dataclasses.replace(cfg, do_lower_case=False)  # XLNet's models are cased
+    if finetune_recipe(cfg.model).cased and not flags.FLAGS["do_lower_case"].present:
+        cfg = dataclasses.replace(cfg, do_lower_case=False)
     run(cfg)
 
 
@@ -150,7 +117,8 @@ def run(cfg):
     freeze_imports()
 
     keras.utils.set_random_seed(cfg.seed)
-    tokenizer, task, data = load_data(cfg)  # reads; writes nothing
+    recipe = finetune_recipe(cfg.model)
+    tokenizer, task, data = load_data(cfg, recipe)  # reads; writes nothing
     from training.run.checkpointing import OutputLock
 
     try:
@@ -158,12 +126,12 @@ def run(cfg):
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
     try:
-        return _fine_tune(cfg, started, tokenizer, task, data)
+        return _fine_tune(cfg, recipe, started, tokenizer, task, data)
     finally:
         lock.release()
 
 
-def _fine_tune(cfg, started, tokenizer, task, data):
+def _fine_tune(cfg, recipe, started, tokenizer, task, data):
     """The run itself, top to bottom: data -> model -> fit -> predictions -> export."""
     import keras
 
@@ -188,9 +156,7 @@ def _fine_tune(cfg, started, tokenizer, task, data):
     warmup = int(total_steps * cfg.warmup_proportion)
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     replicas_batch(strategy, cfg.batch_size)  # checks divisibility
-    say(f"Task {cfg.task} ({cfg.model}"
-        f"{f', lm_coef {cfg.lm_coef:g}' if cfg.model == 'gpt' else ''}"
-        f"{f', BiLSTM {cfg.elmo_lstm_units}' if cfg.model == 'elmo' else ''}): "
+    say(f"Task {cfg.task} ({cfg.model}{recipe.describe(cfg)}): "
         f"{rows} training rows, max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
         f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
@@ -199,44 +165,28 @@ def _fine_tune(cfg, started, tokenizer, task, data):
     optimizer_config = OptimizerConfig(
         learning_rate=cfg.learning_rate, warmup_steps=warmup,
         weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
-    if cfg.model == "gpt":
-        from training.gpt.finetune import GPT_ADAM_EPSILON
-
-        optimizer_config = dataclasses.replace(optimizer_config, epsilon=GPT_ADAM_EPSILON)
-    if cfg.model == "xlnet":
-        from training.xlnet.finetune import XLNET_ADAM_EPSILON
-
-        optimizer_config = dataclasses.replace(optimizer_config, epsilon=XLNET_ADAM_EPSILON)
+    if recipe.adam_epsilon is not None:
+        optimizer_config = dataclasses.replace(optimizer_config, epsilon=recipe.adam_epsilon)
     with strategy.scope():
         try:
-            backbone = build_backbone(cfg, getattr(tokenizer, "vocab_size", None))
+            backbone = recipe.build_backbone(cfg, getattr(tokenizer, "vocab_size", None))
         except ValueError as e:  # a checkpoint that is not what its files claim
             raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: {e}") from None
         # Before run_config.json is written: a refused run leaves nothing to resume.
         check_positions(cfg, backbone)
-        if cfg.model == "bert" and tokenizer.vocab_size > backbone.bert_config.vocab_size:
-            raise SystemExit(
-                f"--vocab_file={cfg.vocab_file} holds {tokenizer.vocab_size} tokens, but the model "
-                f"from {cfg.init_checkpoint or cfg.preset} has {backbone.bert_config.vocab_size} "
-                "word embeddings: pass the checkpoint's own vocab.txt.")
+        recipe.check_backbone(cfg, tokenizer, backbone)
         model = task.build_model(backbone)
         model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
+    # Batches of similar length cut to their longest row; TPUs want static shapes.
     grouped = cfg.length_grouping > 1 and "input_mask" in x and cfg.strategy != "tpu"
-    if grouped:  # batches of similar length cut to their longest row; TPUs want static shapes
-        if cfg.model == "xlnet":  # left padding: rows are cut from the left
-            from training.xlnet.finetune import grouped_left_padded_batches as grouped_batches
-        else:
-            from tf_records.length_grouping import grouped_batches
 
     def epoch_batches(epoch):
         """The epoch's batches, the same in every run (a resumed one skips those trained)."""
         seed = epoch_seed(cfg.seed, epoch)
-        batches = grouped_batches(x, y, sample_weight, cfg.batch_size, cfg.length_grouping,
-                                  seed) if grouped else shuffled_batches(
-            x, y, sample_weight, cfg.batch_size, seed)
-        if cfg.model == "elmo":  # rows of word ids -> character ids, batch by batch
-            batches = task.char_id_batches(model, batches)
-        return batches
+        batches = recipe.grouped_batches(x, y, sample_weight, cfg.batch_size,
+                                         cfg.length_grouping, seed) if grouped else (
+            shuffled_batches(x, y, sample_weight, cfg.batch_size, seed))
+        return recipe.epoch_batches(task, model, batches)
 
     log_dir = os.path.join(cfg.output_dir, "tensorboard")
     log = TrainingLog(total_steps, 0, steps_per_epoch, cfg.log_every_steps, cfg.batch_size,
@@ -250,36 +200,15 @@ def _fine_tune(cfg, started, tokenizer, task, data):
     written = task.write_predictions(model, cfg.output_dir)
     for path in written:
         say(f"Predictions -> {path}")
-    from keras_bert_impl.serving import export_saved_model
-
     export_dir = os.path.join(cfg.output_dir, "export")
     # text_classification's label strings, sorted: the exports answer with them.
     labels = list(getattr(task, "class_labels", ())) or None
     export_started = time.perf_counter()
-    if cfg.export:
-        say(f"Exporting to {export_dir} ...")
     if not cfg.export:
         say("--noexport: no SavedModel or model.keras written.")
-    elif cfg.model == "gpt":
-        from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
-
-        export_gpt_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
-                               cfg.merges_file, cfg.max_seq_length, labels=labels)
-    elif cfg.model == "elmo":
-        from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
-
-        export_elmo_task_saved_model(model, os.path.join(export_dir, "saved_model"),
-                                     labels=labels, max_seq_length=cfg.max_seq_length)
-    elif cfg.model == "xlnet":
-        from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
-
-        export_xlnet_task_saved_model(model, os.path.join(export_dir, "saved_model"),
-                                      cfg.vocab_file, cfg.do_lower_case, cfg.max_seq_length,
-                                      labels=labels)
     else:
-        export_saved_model(model, os.path.join(export_dir, "saved_model"), cfg.vocab_file,
-                           cfg.do_lower_case, cfg.max_seq_length, labels=labels)
-    if cfg.export:
+        say(f"Exporting to {export_dir} ...")
+        recipe.export(model, os.path.join(export_dir, "saved_model"), cfg, labels)
         model.save(os.path.join(export_dir, "model.keras"))
         if labels:  # model.keras holds ids; this maps them back to the label strings
             with open(os.path.join(export_dir, "labels.json.tmp"), "w", encoding="utf-8") as f:

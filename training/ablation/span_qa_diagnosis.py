@@ -88,6 +88,7 @@ def run_variant(cfg, variant, rate, folder):
     import training.finetune as finetune
     from training.ablation.cells import _finetune_config
     from training.ablation.table import TASKS
+    from training.finetuning.recipe import finetune_recipe
 
     summary_path = os.path.join(folder, "summary.json")
     if not os.path.exists(summary_path):
@@ -95,12 +96,13 @@ def run_variant(cfg, variant, rate, folder):
         ft = _finetune_config(cfg, variant_system(variant), task, "select", rate, 0, folder)
         # The variants are diagnostics, not options `training.finetune` offers:
         # they wrap the backbone it builds for the table's system, for this run.
-        build = finetune.build_backbone
-        finetune.build_backbone = lambda c, v: wrap_backbone(variant, build(c, v))
+        recipe = finetune_recipe(ft.model)
+        build = recipe.build_backbone
+        recipe.build_backbone = lambda c, v: wrap_backbone(variant, build(c, v))
         try:
             finetune.run(ft)
         finally:
-            finetune.build_backbone = build
+            del recipe.build_backbone  # the class's again
     with open(summary_path, encoding="utf-8") as f:
         return json.load(f)["history"]["dev_f1"][-1]
 

@@ -27,6 +27,7 @@ from keras_bert_impl.elmo.char_ids import token_char_ids
 from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
+from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import _glue_labels
@@ -326,3 +327,43 @@ def make_elmo_task(cfg, tokenizer):
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}) or ner.")
     return ElmoNerTask(cfg, tokenizer)
+
+
+class ElmoFinetune(FinetuneRecipe):
+    """`--model=elmo`: the frozen biLM's features under a BiLSTM, Adam at 1e-3."""
+
+    name = "elmo"
+    learning_rate = ELMO_LEARNING_RATE
+    warmup_proportion = ELMO_WARMUP_PROPORTION
+    weight_decay = ELMO_WEIGHT_DECAY
+    hub_checkpoints = False  # bilm-tf's files; none is on the Hub
+
+    def resolve_own(self, cfg):
+        return resolve_elmo(cfg)
+
+    def tokenizer(self, cfg):
+        from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+
+        return BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
+
+    def make_task(self, cfg, tokenizer):
+        return make_elmo_task(cfg, tokenizer)
+
+    def build_backbone(self, cfg, vocab_size):
+        del vocab_size  # characters: no vocabulary
+        return build_elmo_backbone(cfg)
+
+    def describe(self, cfg):
+        return f", BiLSTM {cfg.elmo_lstm_units}"
+
+    def epoch_batches(self, task, model, batches):
+        return task.char_id_batches(model, batches)  # rows of word ids -> character ids
+
+    def export(self, model, saved_model_dir, cfg, labels):
+        from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
+
+        export_elmo_task_saved_model(model, saved_model_dir, labels=labels,
+                                     max_seq_length=cfg.max_seq_length)
+
+
+RECIPE = ElmoFinetune()

@@ -49,51 +49,25 @@ def check_paths(cfg):
             check_keras_file(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
-    if cfg.model == "bert" and cfg.init_checkpoint:
-        from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
+    from training.finetuning.recipe import finetune_recipe
 
-        try:
-            checkpoint_format(cfg.init_checkpoint)
-        except ValueError as e:
-            raise SystemExit(f"--init_checkpoint: {e}") from None
+    finetune_recipe(cfg.model).check_checkpoint(cfg)
     check_output_folder(cfg.output_dir, marks=(os.path.join("checkpoints", "run_config.json"),))
 
 
-def load_data(cfg):
+def load_data(cfg, recipe):
     """-> (tokenizer, task, (x, y, sample_weight) of training): every split
     read, encoded and checked (bad rows name file and line; an empty split
-    is named here, not found by `predict` after an epoch)."""
-    from keras_bert_impl.tokenizers import BertTokenizer
-    from training.finetuning.tasks import make_task
+    is named here, not found by `predict` after an epoch). `recipe`: the
+    family's `FinetuneRecipe`."""
     from training.tasks.bad_rows import BadRowError
 
     try:  # a vocabulary that is not one: named by its flag
-        if cfg.model == "gpt":
-            from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-            from training.gpt.finetune import make_gpt_task as make_task
-
-            tokenizer = GptTokenizer(cfg.vocab_file, cfg.merges_file)
-        elif cfg.model == "elmo":
-            from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-            from training.elmo.finetune import make_elmo_task as make_task
-
-            tokenizer = BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
-        elif cfg.model == "xlnet":
-            from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-            from training.xlnet.finetune import make_xlnet_task as make_task
-
-            tokenizer = XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
-        else:
-            if cfg.task == "text_classification":  # it builds on tasks.GlueTask
-                from training.finetuning.text_classification import (
-                    TextClassificationTask as make_task,
-                )
-
-            tokenizer = BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+        tokenizer = recipe.tokenizer(cfg)
     except (ValueError, UnicodeDecodeError) as e:
         raise SystemExit(f"--vocab_file={cfg.vocab_file}: {e}") from None
     try:  # bad input files: the message names the file and line; no traceback
-        task = make_task(cfg, tokenizer)
+        task = recipe.make_task(cfg, tokenizer)
         x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
         for split in [*task.eval_splits, *getattr(task, "test_splits", ())]:
             task.prepare(split)  # dev's errors show before training, not after an epoch

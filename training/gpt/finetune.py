@@ -28,6 +28,8 @@ from keras_bert_impl.gpt.gpt_inputs import text_inputs
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
+from training.finetuning.config import refuse_elmo_flags
+from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SwagTask
@@ -251,3 +253,39 @@ def make_gpt_task(cfg, tokenizer):
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}), ner or swag.")
     return tasks[cfg.task](cfg, tokenizer)
+
+
+class GptFinetune(FinetuneRecipe):
+    """`--model=gpt`: the original `train.py`'s defaults, BPE, GPT's tasks and export."""
+
+    name = "gpt"
+    adam_epsilon = GPT_ADAM_EPSILON
+    learning_rate = GPT_LEARNING_RATE
+    warmup_proportion = GPT_WARMUP_PROPORTION
+
+    def resolve_own(self, cfg):
+        refuse_elmo_flags(cfg)
+        return resolve_gpt(cfg)
+
+    def tokenizer(self, cfg):
+        from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+
+        return GptTokenizer(cfg.vocab_file, cfg.merges_file)
+
+    def make_task(self, cfg, tokenizer):
+        return make_gpt_task(cfg, tokenizer)
+
+    def build_backbone(self, cfg, vocab_size):
+        return build_gpt_backbone(cfg, vocab_size)
+
+    def describe(self, cfg):
+        return f", lm_coef {cfg.lm_coef:g}"
+
+    def export(self, model, saved_model_dir, cfg, labels):
+        from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
+
+        export_gpt_saved_model(model, saved_model_dir, cfg.vocab_file, cfg.merges_file,
+                               cfg.max_seq_length, labels=labels)
+
+
+RECIPE = GptFinetune()

