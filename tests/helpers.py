@@ -3,6 +3,7 @@
 import contextlib
 import os
 import re
+import time
 
 import keras
 import numpy as np
@@ -87,15 +88,23 @@ def run_workers(args, env, cwd, count=2, timeout=900):
     workers = [start_python(["-m", *args], cwd, dict(env, TF_CONFIG=json.dumps(
         {"cluster": cluster, "task": {"type": "worker", "index": index}})))
         for index in range(count)]
+    # Polled, not waited for in turn: a worker that fails leaves its peers
+    # waiting for it for ever, so the first failure ends the cluster and is
+    # reported with its own output (a wait on worker 0 once hid worker 1's
+    # refusal behind a 600 s timeout).
+    deadline = time.monotonic() + timeout
     try:
-        for worker in workers:
-            worker.wait(timeout)
+        while not any(w.poll() not in (None, 0) for w in workers) and (
+                any(w.poll() is None for w in workers)) and time.monotonic() < deadline:
+            time.sleep(0.2)
     finally:
         for worker in workers:
-            worker.kill_group()  # if one failed, its peers wait for it forever
+            worker.kill_group()
     outputs = [worker.outputs() for worker in workers]
-    for worker, (out, err) in zip(workers, outputs):
-        assert worker.returncode == 0, out[-2000:] + err[-3000:]
+    for index, (worker, (out, err)) in enumerate(zip(workers, outputs)):
+        assert worker.returncode == 0, (
+            f"worker {index} exited {worker.returncode} (-9: killed when a peer failed "
+            f"or after {timeout} s):\n" + out[-2000:] + err[-3000:])
     return outputs
 
 

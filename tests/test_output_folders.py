@@ -211,3 +211,19 @@ def test_finetune_takes_its_own_folder(tmp_path):
     refused = _run("training.finetune", *args, f"--output_dir={theirs}")
     assert refused.returncode != 0 and "notes.txt" in refused.stderr, refused.stderr[-2000:]
     assert os.listdir(theirs) == ["notes.txt"]
+
+
+def test_a_peer_workers_lock_is_not_someone_elses_file(tmp_path):
+    """Under --strategy=multi_worker the first worker's lock may be in the
+    shared folder before its peer checks it: the peer takes the folder (it
+    once refused it, and the first worker then waited on it for ever)."""
+    from tf_records.input_files import check_output_folder
+
+    shared = tmp_path / "shared"
+    (shared / "logs").mkdir(parents=True)
+    (shared / "logs" / "console.log").write_text("=== run\n")
+    (shared / ".lock-worker-0").write_text("123\n")
+    check_output_folder(str(shared), marks=("run_config.json",))
+    (shared / ".locker").write_text("theirs")
+    with pytest.raises(SystemExit, match=r"\.locker"):
+        check_output_folder(str(shared), marks=("run_config.json",))

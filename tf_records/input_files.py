@@ -119,7 +119,14 @@ def _first_bad_line(path, flag):
 # What every run folder may hold beside its command's own files: the console
 # log (tf_records/command_line/console.py) and the run's lock (training/run/checkpointing.py);
 # log.txt: the log of a run `training.ablations` makes in-process (training/ablation/).
+# Under --strategy=multi_worker each worker holds its own lock, `.lock-<role>`:
+# the first worker's lock may exist before a peer checks the shared folder.
 RUN_FOLDER_COMPANIONS = ("logs", ".lock", "log.txt")
+WORKER_LOCK_PREFIX = ".lock-"
+
+
+def _companion(name):
+    return name in RUN_FOLDER_COMPANIONS or name.startswith(WORKER_LOCK_PREFIX)
 
 
 def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
@@ -136,7 +143,7 @@ def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
     if marks is not None and os.path.isdir(path):
         held = sorted(os.listdir(path))
         if not any(os.path.exists(os.path.join(path, mark)) for mark in marks):
-            foreign = [n for n in held if n not in writes and n not in RUN_FOLDER_COMPANIONS]
+            foreign = [n for n in held if n not in writes and not _companion(n)]
             if foreign:
                 raise SystemExit(
                     f"{flag}={path} holds files this command did not write "
