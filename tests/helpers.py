@@ -94,8 +94,10 @@ def run_workers(args, env, cwd, count=2, timeout=900):
     # refusal behind a 600 s timeout).
     deadline = time.monotonic() + timeout
     try:
-        while not any(w.poll() not in (None, 0) for w in workers) and (
-                any(w.poll() is None for w in workers)) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            codes = [worker.poll() for worker in workers]
+            if None not in codes or any(code not in (None, 0) for code in codes):
+                break
             time.sleep(0.2)
     finally:
         for worker in workers:

@@ -121,12 +121,18 @@ def _first_bad_line(path, flag):
 # log.txt: the log of a run `training.ablations` makes in-process (training/ablation/).
 # Under --strategy=multi_worker each worker holds its own lock, `.lock-<role>`:
 # the first worker's lock may exist before a peer checks the shared folder.
-RUN_FOLDER_COMPANIONS = ("logs", ".lock", "log.txt")
-WORKER_LOCK_PREFIX = ".lock-"
+RUN_FOLDER_COMPANIONS = ("logs", "log.txt")
+LOCK_FILE = ".lock"
+
+
+def lock_file(role=""):
+    """The name of a run folder's lock (`training.run.checkpointing.OutputLock`):
+    `.lock`, or `.lock-<role>` for each worker of a multi-worker job."""
+    return f"{LOCK_FILE}-{role}" if role else LOCK_FILE
 
 
 def _companion(name):
-    return name in RUN_FOLDER_COMPANIONS or name.startswith(WORKER_LOCK_PREFIX)
+    return name in RUN_FOLDER_COMPANIONS or name == LOCK_FILE or name.startswith(LOCK_FILE + "-")
 
 
 def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
@@ -136,7 +142,7 @@ def check_output_folder(path, flag="--output_dir", marks=None, writes=()):
     A run folder's command also gives `marks`: an existing folder is then
     taken when it is empty, holds one of `marks` (a run of this command,
     resumed or replaced by the command's own rules), or holds only `writes`
-    and `RUN_FOLDER_COMPANIONS`; a folder of someone else's files is refused
+    and companions (the console log, the lock); a folder of someone else's files is refused
     and left untouched."""
     if os.path.isfile(path):
         raise SystemExit(f"{flag}={path} is a file; give a folder.")

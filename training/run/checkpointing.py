@@ -20,6 +20,8 @@ import shutil
 import keras
 import tensorflow as tf
 
+from tf_records.input_files import lock_file
+
 
 class OutputLock:
     """An exclusive lock on an output folder, held while the process lives.
@@ -38,7 +40,7 @@ class OutputLock:
         self._made = not os.path.exists(output_dir)
         os.makedirs(output_dir, exist_ok=True)
         self.output_dir = output_dir
-        self.path = os.path.join(output_dir, f".lock-{role}" if role else ".lock")
+        self.path = os.path.join(output_dir, lock_file(role))
         self._file = open(self.path, "a+")  # noqa: SIM115 (held for the process)
         try:
             fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
