@@ -68,10 +68,12 @@ def _setting(text):
 
 def _main_job_choices(bf16, slices):
     """(mixed_precision, batch_slices) with the main job's choice for None."""
+    from training.pretraining.recipe import pretrain_recipe
     from training.run.distribution import auto_mixed_precision
     from training.run.distribution import cpu_batch_slices
 
-    return (auto_mixed_precision("bert", "auto") if bf16 is None else bf16,
+    pays = pretrain_recipe("bert").bfloat16_pays
+    return (auto_mixed_precision(pays, "auto") if bf16 is None else bf16,
             cpu_batch_slices(slices or 0))
 
 

@@ -94,6 +94,14 @@ class BertConfig:
                     f"`{name}` must be in [0, 1). Received: {name}={value!r}."
                 )
 
+    # The longest sequence the model takes, and the key that says it
+    # (`keras_bert_impl.base.sequence_checks.check_fits_positions`).
+    MAX_LENGTH_FIELD = "max_position_embeddings"
+
+    @property
+    def max_length(self):
+        return self.max_position_embeddings
+
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads

@@ -188,7 +188,7 @@ def case_finetune_vocab_file_missing(a, out):
     return _finetune(a, out, vocab_file=a.path("no_vocab.txt"))
 
 
-@case(1, lambda a, out: ["--max_seq_length=32", "16 positions"], "absent")
+@case(1, lambda a, out: ["--max_seq_length=32", "exceeds the model's max_position_embeddings=16"], "absent")
 def case_finetune_longer_than_the_checkpoint_positions(a, out):
     """Found after the checkpoint is read (its positions are in it), so
     after the run took its folder's lock: the lock's folder goes with it."""

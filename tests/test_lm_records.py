@@ -302,7 +302,7 @@ def test_lengths_are_checked_against_caller_and_model(written):
     lm_dataset(written, 4, seq_length=S, model_config=config)
     with pytest.raises(ValueError, match="max_seq_length=7, but seq_length=8"):
         lm_dataset(written, 4, seq_length=8)
-    with pytest.raises(ValueError, match="max_seq_length=7, longer than the model's n_positions=6"):
+    with pytest.raises(ValueError, match="max_seq_length=7 exceeds the model's n_positions=6"):
         lm_dataset(written, 4, model_config=config.replace(n_positions=6))
     message = "vocab_size=1201, more ids than the model's vocab_size=99\\."
     with pytest.raises(ValueError, match=message):

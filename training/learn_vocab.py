@@ -103,19 +103,7 @@ def run(values):
     except RefusedFolder as e:
         raise SystemExit(str(e)) from None
     try:
-        if values.model == "gpt":
-            learn_gpt_vocab(values, files)
-            return
-        if values.model == "xlnet":
-            learn_xlnet_vocab(values, files)
-            return
-        from keras_bert_impl.tokenizers.vocab_learner import write_vocab
-        from training.bert.recipe import learn_wordpiece
-
-        tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,
-                                 values.do_lower_case, num_unused=values.num_unused)
-        write_vocab(tokens, values.output)
-        print(f"Wrote {len(tokens)} tokens to {values.output}")
+        LEARNERS[values.model](values, files)
     finally:
         os.close(lock)
 
@@ -134,10 +122,9 @@ def check_flags(values):
         check_text_files(files, "--input")
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    if values.model in ("gpt", "xlnet"):
+    if values.model in OUTPUT_FILES:
         if values.output.endswith(".txt"):
-            files_written = ("vocab.json and merges.txt" if values.model == "gpt"
-                             else "spiece.model and spiece.vocab")
+            files_written = " and ".join(OUTPUT_FILES[values.model])
             raise app.UsageError(
                 f"--model={values.model} writes {files_written} into a folder; got "
                 f"--output={values.output}. Pass --output=DIR.")
@@ -151,6 +138,7 @@ def check_flags(values):
     return files
 
 
+# --model -> the files it writes into the folder --output (BERT: the one file --output).
 OUTPUT_FILES = {"gpt": ("vocab.json", "merges.txt"), "xlnet": ("spiece.model", "spiece.vocab")}
 BERT_SPECIALS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -188,6 +176,16 @@ def _is_bert_vocab(path):
     return bool(head) and head[0] == "[PAD]" and all(t in head for t in BERT_SPECIALS)
 
 
+def learn_bert_vocab(values, files):
+    from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+    from training.bert.recipe import learn_wordpiece
+
+    tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,
+                             values.do_lower_case, num_unused=values.num_unused)
+    write_vocab(tokens, values.output)
+    print(f"Wrote {len(tokens)} tokens to {values.output}")
+
+
 def learn_gpt_vocab(values, files):
     from keras_bert_impl.gpt.bpe_learner import write_bpe_files
     from training.gpt.recipe import learn_gpt_bpe
@@ -215,6 +213,10 @@ def learn_xlnet_vocab(values, files):
     print(f"Wrote {tokenizer.vocab_size} pieces ({'uncased' if do_lower_case else 'cased'}; "
           f"<cls>={tokenizer.cls_id} <sep>={tokenizer.sep_id} <eop>={tokenizer.eop_id}) "
           f"to {model_file}")
+
+
+# --model -> its learner: the one place this command chooses code by a model's name.
+LEARNERS = {"bert": learn_bert_vocab, "gpt": learn_gpt_vocab, "xlnet": learn_xlnet_vocab}
 
 
 def cli():

@@ -40,6 +40,7 @@ from training.pretraining.config import MODEL_DEFAULTS
 from training.pretraining.config import PretrainConfig
 from training.pretraining.config import with_model_defaults
 from training.pretraining.loop import train
+from training.pretraining.recipe import make_recipe
 from training.run.config_flags import define_flags
 from training.run.config_flags import from_flags
 
@@ -93,34 +94,10 @@ def _unset_mixed_precision(cfg):
             saved = json.load(f).get("mixed_precision")
         if saved is not None:
             return saved
+    from training.pretraining.recipe import pretrain_recipe
     from training.run.distribution import auto_mixed_precision
 
-    return auto_mixed_precision(cfg.model, cfg.strategy, cfg.tpu)
-
-
-def make_recipe(cfg, init=None):
-    """The model family's recipe: data, model, loss, evaluation and export
-    (`init`: BERT's `InitCheckpoint` to continue from)."""
-    if cfg.model != "bert" and cfg.input_format != "segment_pair":
-        raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
-                         f"(--model=bert); --model={cfg.model} writes its own.")
-    if cfg.model == "bert":
-        from training.bert.recipe import BertRecipe
-
-        return BertRecipe(cfg, init)
-    if cfg.model == "gpt":
-        from training.gpt.recipe import GptRecipe
-
-        return GptRecipe(cfg, init)
-    if cfg.model == "elmo":
-        from training.elmo.recipe import ElmoRecipe
-
-        return ElmoRecipe(cfg)
-    if cfg.model == "xlnet":
-        from training.xlnet.recipe import XLNetRecipe
-
-        return XLNetRecipe(cfg, init)
-    raise SystemExit(f"--model={cfg.model!r} is not one of: bert, gpt, elmo, xlnet.")
+    return auto_mixed_precision(pretrain_recipe(cfg.model).bfloat16_pays, cfg.strategy, cfg.tpu)
 
 
 def main(argv):
@@ -182,10 +159,8 @@ def run(cfg, explicit=None):
 
     role = _worker_role() if cfg.strategy == "multi_worker" else ""
     if role and not is_tfrecords(cfg.input):
-        writer = {"gpt": "create_lm_data", "xlnet": "create_xlnet_data"}.get(
-            cfg.model, "create_pretraining_data")
         raise SystemExit("--strategy=multi_worker reads TFRecords (--input=<folder>): write them "
-                         f"once first with `python -m tf_records.{writer}`.")
+                         f"once first with `python -m tf_records.{recipe.records_writer}`.")
     try:
         lock = OutputLock(cfg.output_dir, role)
     except RuntimeError as e:
@@ -208,7 +183,7 @@ def run(cfg, explicit=None):
 
     # BERT's batches in slices side by side on a CPU (`BatchSlices`); the
     # op threads only where this process has not started TensorFlow yet.
-    slices = cpu_batch_slices(cfg.batch_slices) if cfg.model == "bert" and cpu_only(
+    slices = cpu_batch_slices(cfg.batch_slices) if recipe.batch_slices and cpu_only(
         cfg.strategy, cfg.tpu) else 1
     op_threads = cpu_op_threads(slices) if slices > 1 else None
     strategy = make_strategy(cfg.strategy, cfg.tpu)
@@ -218,13 +193,11 @@ def run(cfg, explicit=None):
     vocab_size = recipe.vocab_size(train_source, vocab_file)
     phase2 = None
     if cfg.phase2_steps:  # the same text, written again at phase 2's length
-        from training.bert.recipe import BertRecipe
-
         if strategy is not tf_default_strategy():
             raise SystemExit("--phase2_steps runs on one replica (the default strategy); "
                              "on several, run phase 2 as continued pretraining from phase "
                              "1's export (see docs/pretraining.md).")
-        phase2_recipe = BertRecipe(dataclasses.replace(
+        phase2_recipe = type(recipe)(dataclasses.replace(
             cfg, max_seq_length=cfg.phase2_max_seq_length,
             max_predictions_per_seq=cfg.phase2_max_predictions_per_seq, vocab_file=vocab_file),
             init, records_prefix="phase2_")
@@ -233,9 +206,8 @@ def run(cfg, explicit=None):
             verify_records(source)
         phase2 = (phase2_recipe, phase2_train)
     at_start = None
-    # The checkpoint's held-out loss, to beat (not XLNet's: an evaluation
-    # would run its carried memory through the held-out streams first).
-    if init and heldout_source and chief and cfg.model != "xlnet":
+    # The checkpoint's held-out loss, to beat (where the recipe evaluates it).
+    if init and heldout_source and chief and recipe.evaluates_at_start:
         from training.pretraining.continued import start_evaluation
 
         def at_start(model, model_config):

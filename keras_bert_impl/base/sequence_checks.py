@@ -1,9 +1,28 @@
 """`check_sequence_inputs`: every family's checks of `(B, S)` integer
 inputs, with messages naming the input, the bound and where it comes from
-(BERT's `check_inputs`, GPT's and XLNet's backbones call it)."""
+(BERT's `check_inputs`, GPT's and XLNet's backbones call it); and
+`check_fits_positions`, the one check of a length (a flag's, the records')
+against a config's positions."""
 
 import keras
 import numpy as np
+
+
+def check_fits_positions(length, config, subject, owner="the model", source=""):
+    """`ValueError` when `length` tokens are more than `config` has
+    positions for: its `max_length` (BERT's max_position_embeddings, GPT's
+    n_positions; None for any length, as XLNet's relative positions take).
+
+    The message names both values and the config's key: "`subject`=128
+    exceeds `owner`'s max_position_embeddings=64 (`source`)." `subject`:
+    what holds the length ("--max_seq_length", "The data's max_seq_length");
+    `owner`: where the config comes from; `source`: said after, if given.
+    """
+    limit = getattr(config, "max_length", None)
+    if limit is not None and length > limit:
+        where = f" ({source})" if source else ""
+        raise ValueError(f"{subject}={length} exceeds {owner}'s {config.MAX_LENGTH_FIELD}="
+                         f"{limit}{where}.")
 
 
 def check_sequence_inputs(inputs, names, max_length, max_length_name, limits,

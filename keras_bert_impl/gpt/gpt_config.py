@@ -80,6 +80,14 @@ class GptConfig:
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"`{name}` must be in [0, 1). Received: {name}={value!r}.")
 
+    # The longest sequence the model takes, and the key that says it
+    # (`keras_bert_impl.base.sequence_checks.check_fits_positions`).
+    MAX_LENGTH_FIELD = "n_positions"
+
+    @property
+    def max_length(self):
+        return self.n_positions
+
     @property
     def intermediate_size(self):
         return 4 * self.n_embd

@@ -124,6 +124,11 @@ class XLNetConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1). Received: dropout={self.dropout!r}.")
 
+    # Relative positions: any length fits
+    # (`keras_bert_impl.base.sequence_checks.check_fits_positions`).
+    MAX_LENGTH_FIELD = None
+    max_length = None
+
     @property
     def uses_memory(self):
         """True when the backbone takes `mems` and returns `new_mems`."""

@@ -25,10 +25,10 @@ def check_schema(manifest, model_config=None, schema=None):
                            ("max_predictions_per_seq", schema.max_predictions_per_seq)):
             if data[key] != value:
                 raise ValueError(f"The data has {key}={data[key]}, but {value} was asked for.")
-    if model_config is not None and data["max_seq_length"] > model_config.max_position_embeddings:
-        raise ValueError(
-            f"The data has max_seq_length={data['max_seq_length']}, longer than the model's "
-            f"max_position_embeddings={model_config.max_position_embeddings}.")
+    if model_config is not None:
+        from keras_bert_impl.base.sequence_checks import check_fits_positions
+
+        check_fits_positions(data["max_seq_length"], model_config, "The data's max_seq_length")
 
 
 def pretraining_dataset(

@@ -135,14 +135,9 @@ def _check_lengths(manifest, schema, seq_length, model_config):
             f"seq_length={s}.")
     if model_config is None:
         return
-    for name in ("n_positions", "max_position_embeddings"):
-        positions = getattr(model_config, name, None)
-        if positions is not None:
-            if s > positions:
-                raise ValueError(
-                    f"{folder} holds windows of max_seq_length={s}, longer than the model's "
-                    f"{name}={positions}.")
-            break
+    from keras_bert_impl.base.sequence_checks import check_fits_positions
+
+    check_fits_positions(s, model_config, f"{folder} holds windows of max_seq_length")
     vocab_size = getattr(model_config, "vocab_size", None)
     if vocab_size is not None and manifest["vocab_size"] > vocab_size:
         raise ValueError(

@@ -20,16 +20,28 @@ from training.pretraining.common import heldout_text
 from training.pretraining.common import records_input
 from training.pretraining.common import say
 from training.pretraining.common import text_sources
+from training.pretraining.recipe import PretrainRecipe
 
 ABLATIONS = ("", "no_nsp", "ltr")
 
 
-class BertRecipe:
+class BertRecipe(PretrainRecipe):
     name = "BERT"
+    records_writer = "create_pretraining_data"
+    record_kind = "bert"
     presets_help = "tiny, mini, small, medium, base, large"
+    takes_input_format = True
+    two_phases = True
+    whole_word_mask = True
+    reads_bare_records = True
+    batch_slices = True
+    bfloat16_pays = True
+    checkpoint_formats = ("hf", "google", "keras", "keras_hub")
+    typed_size_with_checkpoint = True
+    records_hold_casing = True
 
     def __init__(self, cfg, init=None, records_prefix=""):
-        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
+        super().__init__(cfg, init)
         self.records_prefix = records_prefix  # "phase2_": the second phase's records
         if cfg.ablation not in ABLATIONS:
             raise SystemExit(f"--ablation={cfg.ablation!r} is not one of BERT's: "
@@ -44,12 +56,7 @@ class BertRecipe:
         if not init and not cfg.config_file and cfg.preset not in PRESETS:
             raise SystemExit(f"--preset={cfg.preset!r} is not a BERT size: "
                              f"{', '.join(PRESETS)}.")
-        self.cfg = cfg
-        config = self._config()  # the size, read and checked before anything is written
-        if cfg.max_seq_length > config.max_position_embeddings:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
-                             f"max_position_embeddings={config.max_position_embeddings} "
-                             f"({cfg.config_file or '--preset=' + cfg.preset}).")
+        self.check_positions(self._config())  # the size, read and checked before anything is written
         self.preset = init.typed if init else cfg.preset
         self.ablation = _objective(cfg.ablation, cfg.input_format)
 
@@ -239,6 +246,16 @@ class BertRecipe:
         keras_file = os.path.join(export_dir, "pretrainer.keras")
         model.save(keras_file)
         return f"{saved}Keras model -> {keras_file}"
+
+
+    @staticmethod
+    def check_vocab_file(path):
+        from tf_records.bert.writer import check_vocab_file
+
+        check_vocab_file(path)
+
+
+RECIPE = BertRecipe
 
 
 def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):

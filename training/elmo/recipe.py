@@ -35,6 +35,7 @@ import time
 from training.pretraining.common import records_input
 from training.pretraining.common import say
 from training.pretraining.common import text_sources
+from training.pretraining.recipe import PretrainRecipe
 
 # The BERT size names mean the ELMo ones of about that size.
 _SAME_SIZE = {"tiny": "elmo_tiny", "small": "elmo_small", "medium": "elmo_medium",
@@ -45,10 +46,14 @@ N_NEGATIVE_SAMPLES = 8192  # bilm-tf's n_negative_samples_batch
 VOCAB_FILE = "vocab.txt"
 
 
-class ElmoRecipe:
+class ElmoRecipe(PretrainRecipe):
     name = "ELMo"
+    records_writer = "create_elmo_data"
+    record_kind = "elmo"
+    checkpoint_formats = ()  # from random weights only
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, init=None):
+        super().__init__(cfg, init)
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "ELMo has none.")
@@ -70,7 +75,6 @@ class ElmoRecipe:
                 load_elmo_vocab(cfg.vocab_file)
             except ValueError as e:
                 raise SystemExit(str(e)) from None
-        self.cfg = cfg
         self.preset = preset
         self.model_config(1)  # --config_file read and checked before anything is written
 
@@ -204,3 +208,6 @@ class ElmoRecipe:
         signatures = export_elmo_saved_model(model.backbone, saved)
         return (f"bilm-tf files {options}, {weights}; SavedModel (signatures "
                 f"{', '.join(signatures)}) -> {saved}; Keras model -> {path}")
+
+
+RECIPE = ElmoRecipe

@@ -85,12 +85,14 @@ def load_data(cfg, recipe):
 def check_positions(cfg, backbone):
     """`SystemExit` when `--max_seq_length` exceeds the positions the
     backbone has (BERT's max_position_embeddings, GPT's n_positions)."""
+    from keras_bert_impl.base.sequence_checks import check_fits_positions
+
     config = getattr(backbone, "bert_config", None) or getattr(backbone, "gpt_config", None)
-    limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions",
-                                                                        None)
-    if limit and cfg.max_seq_length > limit:
-        raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the {limit} positions of "
-                         f"the model from {cfg.init_checkpoint or cfg.preset}.")
+    try:
+        check_fits_positions(cfg.max_seq_length, config, "--max_seq_length",
+                             source="from " + (cfg.init_checkpoint or "--preset=" + cfg.preset))
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def _take(arrays, n):

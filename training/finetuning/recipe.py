@@ -1,7 +1,7 @@
 """Fine-tuning's recipes: what each model family gives `training.finetune`,
 and `finetune_recipe`, the registry that picks one by `--model`: the one
 place fine-tuning chooses code by a model's name (pretraining's is
-`training.pretrain.make_recipe`).
+`training.pretraining.recipe.pretrain_recipe`).
 
 A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
 `FinetuneRecipe` that fills in what differs:

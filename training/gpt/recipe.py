@@ -15,17 +15,22 @@ from training.pretraining.common import heldout_text
 from training.pretraining.common import records_input
 from training.pretraining.common import say
 from training.pretraining.common import text_sources
+from training.pretraining.recipe import PretrainRecipe
 
 # The BERT size names of --preset's default mean the GPT ones of that size.
 _SAME_SIZE = {"tiny": "gpt_tiny", "mini": "gpt_mini"}
 MERGES_FILE = "merges.txt"
 
 
-class GptRecipe:
+class GptRecipe(PretrainRecipe):
     name = "GPT"
+    records_writer = "create_lm_data"
+    record_kind = "lm"
+    vocab_name = "vocab.json"
+    merges_beside_vocab = True
 
     def __init__(self, cfg, init=None):
-        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
+        super().__init__(cfg, init)
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "GPT has none.")
@@ -39,13 +44,14 @@ class GptRecipe:
             raise SystemExit(f"--vocab_file={cfg.vocab_file}: GPT reads vocab.json with "
                              f"{MERGES_FILE} beside it; {_merges_beside(cfg.vocab_file)} is "
                              "missing.")
-        self.cfg = cfg
         self.preset = init.typed if init else preset
-        config = self._config()  # the size, read and checked before anything is written
-        if cfg.max_seq_length > config.n_positions:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds the model's "
-                             f"n_positions={config.n_positions} "
-                             f"({cfg.config_file or '--preset=' + cfg.preset}).")
+        self.check_positions(self._config())  # the size, read and checked before anything is written
+
+    @staticmethod
+    def read_hf_config(path):
+        from keras_bert_impl.gpt.gpt_checkpoint import read_gpt_config
+
+        return read_gpt_config(path)
 
     def _config(self):
         from keras_bert_impl.gpt import GptConfig
@@ -231,3 +237,6 @@ def learn_gpt_bpe(lines, files, vocab_size):
 
 def _merges_beside(vocab_file):
     return os.path.join(os.path.dirname(os.path.abspath(vocab_file)), MERGES_FILE)
+
+
+RECIPE = GptRecipe

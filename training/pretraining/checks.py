@@ -27,12 +27,12 @@ import time
 from tf_records.input_files import check_output_folder
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
+from training.pretraining.recipe import pretrain_recipe
 from training.run.config_flags import check_at_least
 from training.run.config_flags import check_one_of
 
 OPTIMIZERS = ("adamw", "lamb", "adagrad")
-# The records' kind per --model, and which flag each schema value fixes.
-RECORD_KIND = {"bert": "bert", "gpt": "lm", "elmo": "elmo", "xlnet": "xlnet"}
+# Which flag each schema value fixes, per kind of records.
 RECORD_FLAGS = {
     "bert": (("max_seq_length", "max_seq_length"),
              ("max_predictions_per_seq", "max_predictions_per_seq")),
@@ -56,7 +56,8 @@ def check_flags(cfg):
         "gradient_accumulation_steps": 1, "data_workers": 1, "log_every_steps": 1,
         "fill_mask_examples": 0, "phase2_steps": 0, "phase2_max_seq_length": 2,
         "phase2_max_predictions_per_seq": 1})
-    if cfg.phase2_steps and cfg.model != "bert":
+    family = pretrain_recipe(cfg.model)
+    if cfg.phase2_steps and not family.two_phases:
         raise SystemExit(f"--phase2_steps is BERT's two-phase schedule; --model={cfg.model} "
                          "trains at one length.")
     if cfg.phase2_steps and is_tfrecords(cfg.input):
@@ -65,7 +66,7 @@ def check_flags(cfg):
                          "pretraining (--init_checkpoint=<phase 1>/export/pretrainer.keras) on "
                          "records of its length.")
     if cfg.chinese_word_segmenter:
-        if cfg.model != "bert" or not cfg.do_whole_word_mask:
+        if not family.whole_word_mask or not cfg.do_whole_word_mask:
             raise SystemExit(f"--chinese_word_segmenter={cfg.chinese_word_segmenter} groups the "
                              "characters BERT's --do_whole_word_mask masks together: give "
                              "--model=bert --do_whole_word_mask.")
@@ -102,11 +103,9 @@ def check_flags(cfg):
         path = getattr(cfg, flag)
         if path and not os.path.isfile(path):
             raise SystemExit(f"--{flag}={path}: no such file.")
-    if cfg.vocab_file and cfg.model == "bert":
-        from tf_records.bert.writer import check_vocab_file
-
+    if cfg.vocab_file:
         try:
-            check_vocab_file(cfg.vocab_file)
+            family.check_vocab_file(cfg.vocab_file)
         except ValueError as e:
             raise SystemExit(f"--vocab_file: {e}") from None
     check_output_folder(cfg.output_dir, marks=("run_config.json",))
@@ -151,7 +150,7 @@ def agree_with_records(cfg, defaults, explicit=None):
         explicit = {f.name for f in dataclasses.fields(cfg)
                     if getattr(cfg, f.name) != getattr(defaults, f.name)}
     kind = manifest["schema"].get("kind", "bert")
-    wanted = RECORD_KIND[cfg.model]
+    wanted = pretrain_recipe(cfg.model).record_kind
     if kind != wanted:
         raise SystemExit(f"--input={cfg.input} holds {kind!r} records ({WRITERS.get(kind, '?')}); "
                          f"--model={cfg.model} reads {wanted!r} records ({WRITERS[wanted]}).")
@@ -271,7 +270,9 @@ def check_bare_records(cfg, source):
     output) are read with the flags' lengths: the first record of each
     file must have them, else `SystemExit` naming the file and both lengths
     now, not a parse error after the model is built."""
-    if not source or os.path.isdir(source) or source.endswith(".json") or cfg.model != "bert":
+    if not source or os.path.isdir(source) or source.endswith(".json"):
+        return
+    if not pretrain_recipe(cfg.model).reads_bare_records:
         return
     import glob
 

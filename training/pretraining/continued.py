@@ -34,6 +34,8 @@ import os
 import re
 
 from training.pretraining.common import say
+from training.pretraining.recipe import FAMILIES
+from training.pretraining.recipe import pretrain_recipe
 
 # The original README's learning rate for pretraining from a BERT checkpoint
 # (its run_pretraining example); 2e-5 to 5e-5 is the usual range.
@@ -58,8 +60,9 @@ class InitCheckpoint:
 
 def read_init_checkpoint(typed, model="bert"):
     """The `InitCheckpoint` of a path or Hub name; `SystemExit` naming it if unreadable."""
-    if model != "bert":
-        return _read_hf_family(typed, model)
+    family = pretrain_recipe(model)
+    if family.checkpoint_formats == ("hf",):
+        return _read_hf_family(typed, model, family)
     from keras_bert_impl.bert_config import BertConfig
     from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_config
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
@@ -95,12 +98,9 @@ def _keras_hub_casing(path):
     return keras_hub_preset_vocab(path).lowercase
 
 
-# The vocabulary a family's Hugging Face folder keeps beside its weights.
-_VOCAB_FILES = {"gpt": "vocab.json", "xlnet": "spiece.model"}
-
-
-def _read_hf_family(typed, model):
-    """GPT's or XLNet's `InitCheckpoint`: a Hugging Face folder or Hub name."""
+def _read_hf_family(typed, model, family):
+    """The `InitCheckpoint` of a family that continues from Hugging Face
+    folders only (GPT, XLNet): a folder or a Hub name."""
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 
     try:
@@ -108,21 +108,14 @@ def _read_hf_family(typed, model):
         if not os.path.isdir(path):
             raise ValueError(f"{path}: no such folder (--model={model} continues from a Hugging "
                              "Face folder or a Hub name).")
-        if model == "gpt":
-            from keras_bert_impl.gpt.gpt_checkpoint import read_gpt_config
-
-            config = read_gpt_config(path)
-        else:
-            from keras_bert_impl.xlnet.xlnet_checkpoint import read_xlnet_config
-
-            config = read_xlnet_config(path)
+        config = family.read_hf_config(path)
     except (ValueError, OSError) as e:
         raise SystemExit(f"--init_checkpoint={typed}: {e}") from None
     if path != typed:
         say(f"--init_checkpoint={typed}: the Hub's files in {path}")
-    vocab = os.path.join(path, _VOCAB_FILES[model])
+    vocab = os.path.join(path, family.vocab_name)
     casing = None
-    if model == "xlnet":  # its releases are cased, as fine-tuning assumes, unless it says
+    if family.cased_releases:  # cased, as fine-tuning assumes, unless the folder says
         casing = _casing(path, "hf")
         casing = False if casing is None else casing
     return InitCheckpoint(typed, path, "hf", config, vocab if os.path.exists(vocab) else None,
@@ -168,30 +161,33 @@ def with_init_checkpoint(cfg, explicit):
     """`(cfg, InitCheckpoint)`: `cfg` with the checkpoint's vocabulary,
     casing and (unless typed) learning rate, each change said in a line;
     typed flags the checkpoint contradicts are refused, naming both."""
+    from keras_bert_impl.base.sequence_checks import check_fits_positions
     from tf_records.manifest import file_sha256
 
-    if cfg.model not in ("bert", "gpt", "xlnet"):
-        raise SystemExit(f"--init_checkpoint continues BERT, GPT or XLNet; --model={cfg.model} "
+    family = pretrain_recipe(cfg.model)
+    if not family.checkpoint_formats:
+        continued = [pretrain_recipe(name).name for name in FAMILIES
+                     if pretrain_recipe(name).checkpoint_formats]
+        continued = ", ".join(continued[:-1]) + " or " + continued[-1]
+        raise SystemExit(f"--init_checkpoint continues {continued}; --model={cfg.model} "
                          "pretrains from random weights.")
     init = read_init_checkpoint(cfg.init_checkpoint, cfg.model)
     config = init.config
     where = f"--init_checkpoint={cfg.init_checkpoint}"
-    if cfg.model == "bert":
+    if family.typed_size_with_checkpoint:
         _check_size(cfg, explicit, config, where)
-        if cfg.max_seq_length > config.max_position_embeddings:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
-                             f"max_position_embeddings={config.max_position_embeddings}.")
     else:
         for flag in ("preset", "config_file", "vocab_size"):
             if flag in explicit:
                 raise SystemExit(f"--{flag}: the size of --model={cfg.model} comes from {where}; "
                                  f"leave --{flag} out.")
-        if cfg.model == "gpt" and cfg.max_seq_length > config.n_positions:
-            raise SystemExit(f"--max_seq_length={cfg.max_seq_length} exceeds {where}'s "
-                             f"n_positions={config.n_positions}.")
+    try:
+        check_fits_positions(cfg.max_seq_length, config, "--max_seq_length", owner=where)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     changes = {}
     vocab = init.vocab_file
-    if cfg.model == "gpt" and cfg.vocab_file and vocab:
+    if family.merges_beside_vocab and cfg.vocab_file and vocab:
         _check_merges(cfg.vocab_file, vocab, where)
     if cfg.vocab_file and vocab and file_sha256(cfg.vocab_file) != file_sha256(vocab):
         raise SystemExit(
@@ -199,8 +195,7 @@ def with_init_checkpoint(cfg, explicit):
             f"{where}'s vocabulary {vocab} (sha256 {file_sha256(vocab)[:12]}): its embeddings "
             "belong to that one. Leave --vocab_file out.")
     if not vocab and not cfg.vocab_file:
-        name = _VOCAB_FILES.get(cfg.model, "vocab.txt")
-        raise SystemExit(f"{where} has no {name} beside it: pass --vocab_file (the "
+        raise SystemExit(f"{where} has no {family.vocab_name} beside it: pass --vocab_file (the "
                          "vocabulary it was trained with).")
     if vocab and not cfg.vocab_file:
         changes["vocab_file"] = vocab
@@ -218,7 +213,7 @@ def with_init_checkpoint(cfg, explicit):
         say(f"--learning_rate: {CONTINUED_LEARNING_RATE:g} for continued pretraining (the "
             f"from-scratch default is {cfg.learning_rate:g}).")
     cfg = dataclasses.replace(cfg, **changes)
-    if cfg.model == "bert":
+    if family.records_hold_casing:
         _check_records(cfg, init, where)  # other families': agree_with_records, by sha256
     return cfg, init
 

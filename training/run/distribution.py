@@ -96,8 +96,9 @@ def cpu_bfloat16(cpuinfo="/proc/cpuinfo"):
     return bool(words & {"avx512_bf16", "amx_bf16"})
 
 
-def auto_mixed_precision(model, strategy, tpu=""):
-    """`--mixed_precision` not given: on for BERT and XLNet on a CPU with
+def auto_mixed_precision(bfloat16_pays, strategy, tpu=""):
+    """`--mixed_precision` not given: on for a family whose recipe says
+    `bfloat16_pays` (BERT and XLNet) on a CPU with
     bfloat16 instructions and the default strategy (`cpu_only`). There
     BERT's main job measured 1.23x the real tokens/s of float32 (2 cores,
     both sliced) and 1.29x on one core, at the same held-out masked-LM
@@ -106,7 +107,7 @@ def auto_mixed_precision(model, strategy, tpu=""):
     s), held-out permutation-LM accuracy 0.266-0.268 against 0.257 and
     perplexity 81.9-82.0 against 84.7. Float32 elsewhere: GPT, ELMo
     and the other strategies keep the precision they were checked in."""
-    return model in ("bert", "xlnet") and cpu_only(strategy, tpu) and cpu_bfloat16()
+    return bool(bfloat16_pays) and cpu_only(strategy, tpu) and cpu_bfloat16()
 
 
 def cpu_batch_slices(requested):

@@ -78,6 +78,7 @@ from training.pretraining.common import heldout_text
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.common import text_sources
+from training.pretraining.recipe import PretrainRecipe
 
 # B=batch (streams), L=seq_len, P=num_predict, V=vocab, H=d_model
 
@@ -110,11 +111,17 @@ def _preset_config(name):
     return XLNET_PRESETS[name]
 
 
-class XLNetRecipe:
+class XLNetRecipe(PretrainRecipe):
     name = "XLNet"
+    records_writer = "create_xlnet_data"
+    record_kind = "xlnet"
+    vocab_name = "spiece.model"
+    cased_releases = True
+    bfloat16_pays = True
+    evaluates_at_start = False
 
     def __init__(self, cfg, init=None):
-        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None: random weights
+        super().__init__(cfg, init)
         if cfg.ablation:
             raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert); "
                              "XLNet has none.")
@@ -149,10 +156,15 @@ class XLNetRecipe:
                 XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
             except ValueError as e:
                 raise SystemExit(f"--vocab_file: {e}") from None
-        self.cfg = cfg
         self.preset = init.typed if init else preset
         self.config = config
         self.schema = self._schema(config)
+
+    @staticmethod
+    def read_hf_config(path):
+        from keras_bert_impl.xlnet.xlnet_checkpoint import read_xlnet_config
+
+        return read_xlnet_config(path)
 
     def _schema(self, config):
         """The records' schema: read from a records folder, else from the flags."""
@@ -467,3 +479,6 @@ def _heldout_schema(schema, documents):
             return None
         streams = step
     return dataclasses.replace(schema, batch_size=streams, num_cores=1)
+
+
+RECIPE = XLNetRecipe

@@ -1,0 +1,95 @@
+"""Pretraining's recipes: what each model family gives `training.pretrain`,
+and `pretrain_recipe`, the registry that picks one by `--model`: with
+fine-tuning's (`training.finetuning.recipe`), the one place the commands
+choose code by a model's name.
+
+A family's recipe is the `RECIPE` of `training/<family>/recipe.py`, a
+`PretrainRecipe` built from the run's config (and the `InitCheckpoint` it
+continues from). Its methods are the run's steps: `prepare_data`,
+`vocab_size`, `build_model`, `dataset`, `evaluate` and `export`. Its class
+attributes say what the family takes and does, so that the command, the
+checks and the Table 5 driver ask the recipe instead of naming the model.
+"""
+
+import importlib
+
+# --model -> the module whose RECIPE pretrains it (the modules import
+# TensorFlow only inside their steps: the console starts first).
+FAMILIES = {"bert": "training.bert.recipe", "gpt": "training.gpt.recipe",
+            "elmo": "training.elmo.recipe", "xlnet": "training.xlnet.recipe"}
+
+
+def pretrain_recipe(model):
+    """The family's `PretrainRecipe` class; `SystemExit` naming `--model` for another name."""
+    if model not in FAMILIES:
+        raise SystemExit(f"--model={model!r} is not one of: {', '.join(FAMILIES)}.")
+    return importlib.import_module(FAMILIES[model]).RECIPE
+
+
+def make_recipe(cfg, init=None):
+    """The recipe of `cfg.model` for this run (`init`: the `InitCheckpoint`
+    continued from), its flags checked before anything is written."""
+    family = pretrain_recipe(cfg.model)
+    if not family.takes_input_format and cfg.input_format != "segment_pair":
+        raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
+                         f"(--model=bert); --model={cfg.model} writes its own.")
+    return family(cfg, init)
+
+
+class PretrainRecipe:
+    """What a family that is not BERT takes and does; each family says what differs."""
+
+    name = ""  # as the lines a run prints name it ("BERT")
+    # The `tf_records` command that writes its records (multi_worker reads
+    # them), and the `kind` its manifest's schema names.
+    records_writer = ""
+    record_kind = ""
+    takes_input_format = False  # --input_format (BERT's sentence-pair layouts)
+    two_phases = False  # --phase2_steps (BERT's 128-then-512 schedule)
+    whole_word_mask = False  # --do_whole_word_mask and --chinese_word_segmenter
+    reads_bare_records = False  # TFRecords without a manifest (the original script's)
+    # Each batch in slices side by side on a CPU (`training.run.distribution.cpu_batch_slices`).
+    batch_slices = False
+    # bfloat16 when --mixed_precision is not given, on a CPU that has it
+    # (`training.run.distribution.auto_mixed_precision`, with the figures).
+    bfloat16_pays = False
+    # --init_checkpoint: the layouts it continues from (() : random weights only).
+    checkpoint_formats = ("hf",)
+    vocab_name = "vocab.txt"  # the vocabulary a checkpoint keeps beside its weights
+    merges_beside_vocab = False  # GPT: merges.txt beside vocab.json, checked with it
+    cased_releases = False  # XLNet: a checkpoint is cased unless its folder says otherwise
+    # The records' manifest says the vocabulary and the casing they were
+    # written with (BERT's), checked against a checkpoint's.
+    records_hold_casing = False
+    # True: a typed --preset/--config_file/--vocab_size that agrees with the
+    # checkpoint is taken (BERT); False: the checkpoint's size, the flags refused.
+    typed_size_with_checkpoint = False
+    # The held-out loss of the checkpoint before step 1, to beat (not
+    # XLNet's: its carried memory would run through the held-out streams first).
+    evaluates_at_start = True
+
+    def __init__(self, cfg, init=None):
+        self.cfg = cfg
+        self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None
+
+    @staticmethod
+    def check_vocab_file(path):
+        """`ValueError` naming what is wrong with a typed --vocab_file."""
+        del path
+
+    @staticmethod
+    def read_hf_config(path):
+        """The config of a Hugging Face folder of this family (continued pretraining)."""
+        raise NotImplementedError
+
+    def check_positions(self, config):
+        """`SystemExit` when --max_seq_length is more than the model's
+        positions (`check_fits_positions`), naming where the size came from."""
+        from keras_bert_impl.base.sequence_checks import check_fits_positions
+
+        cfg = self.cfg
+        try:
+            check_fits_positions(cfg.max_seq_length, config, "--max_seq_length",
+                                 source=cfg.config_file or "--preset=" + cfg.preset)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
