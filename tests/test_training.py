@@ -275,17 +275,25 @@ def _logged_losses(stdout):
             if line.startswith("step ")]
 
 
-@pytest.mark.slow(seconds=450)
+# The main job's steps here: its 3000 (README) took 360-540 s of the suite's
+# one core per worker, a third of its time; 400 run every step the 3000 do.
+# The 3000-step accuracy (0.1676 vs 0.0435) is `benchmarks/main_job_vs_commit.py`'s.
+MAIN_JOB_TEST_STEPS = 400
+
+
+@pytest.mark.slow(seconds=90)
 def test_main_job_pretrains_past_the_baseline(tmp_path):
-    """README's first command exactly: default corpus -> vocab -> TFRecords
-    (2 spawned workers) -> fit -> held-out evaluation -> export, in a fresh
-    folder, run as a user's shell runs it (TF_CPP_MIN_LOG_LEVEL unset): the
-    console holds our lines only, TensorFlow's noise is in the run's log."""
+    """README's first command, on a shorter schedule (`MAIN_JOB_TEST_STEPS`):
+    default corpus -> vocab -> TFRecords (2 spawned workers) -> fit ->
+    held-out evaluation -> export, in a fresh folder, run as a user's shell
+    runs it (TF_CPP_MIN_LOG_LEVEL unset): the console holds our lines only,
+    TensorFlow's noise is in the run's log."""
     from tf_records.command_line.console import LOG_FILE
 
     env = {k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    result = subprocess.run([sys.executable, "-m", "training.pretrain"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=1500)
+    command = [sys.executable, "-m", "training.pretrain", f"--num_train_steps={MAIN_JOB_TEST_STEPS}"]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
     assert console_noise(result.stdout + result.stderr) == [], result.stderr[-3000:]
@@ -295,7 +303,7 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     assert "lines longer than 125 tokens split" in result.stdout
     assert log.startswith("=== ") and "absl::InitializeLog" in log and CPP_LOG_LINE.search(log)
     summary = json.load(open(tmp_path / "pretrain_output" / "summary.json"))
-    assert summary["batches_trained"] == 3000
+    assert summary["batches_trained"] == MAIN_JOB_TEST_STEPS
     # bfloat16 where the CPU has the instructions for it.
     from training.pretraining.recipe import pretrain_recipe
     from training.run.distribution import auto_mixed_precision
@@ -310,10 +318,11 @@ def test_main_job_pretrains_past_the_baseline(tmp_path):
     assert summary["batch_slices"] == slices
     assert summary["op_threads"] == (int(os.environ.get("TF_NUM_INTRAOP_THREADS") or max(
         1, len(os.sched_getaffinity(0)) // 2)) if slices > 1 else None), summary
-    # A wide margin over always guessing the most frequent masked token
-    # (measured 0.160 vs 0.0435 on 2 cores).
+    # Past always guessing the most frequent masked token by about half the
+    # gain measured at 400 steps (0.1018 vs 0.0527, one core; 20 steps:
+    # 0.0435 vs 0.0465, nothing learned yet).
     baseline = summary["baseline_masked_lm_accuracy"]
-    assert summary["masked_lm_accuracy"] > max(3 * baseline, baseline + 0.08), summary
+    assert summary["masked_lm_accuracy"] > max(1.5 * baseline, baseline + 0.025), summary
     assert result.stdout.count("[MASK] = ") == 4
     export = tmp_path / "pretrain_output" / "export"
     assert (export / "saved_model" / "saved_model.pb").exists()
