@@ -19,7 +19,8 @@ A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
 """
 
 import dataclasses
-import importlib
+
+from training.run.config_flags import family_recipe
 
 # --model -> the module whose RECIPE fine-tunes it (imported when chosen:
 # each family's module imports Keras and its own models).
@@ -29,9 +30,7 @@ FAMILIES = {"bert": "training.bert.finetune", "gpt": "training.gpt.finetune",
 
 def finetune_recipe(model):
     """The family's `FinetuneRecipe`; `SystemExit` naming `--model` for another name."""
-    if model not in FAMILIES:
-        raise SystemExit(f"--model={model!r} is not one of: {', '.join(FAMILIES)}.")
-    return importlib.import_module(FAMILIES[model]).RECIPE
+    return family_recipe(FAMILIES, model)
 
 
 class FinetuneRecipe:

@@ -11,7 +11,7 @@ attributes say what the family takes and does, so that the command, the
 checks and the Table 5 driver ask the recipe instead of naming the model.
 """
 
-import importlib
+from training.run.config_flags import family_recipe
 
 # --model -> the module whose RECIPE pretrains it (the modules import
 # TensorFlow only inside their steps: the console starts first).
@@ -21,9 +21,7 @@ FAMILIES = {"bert": "training.bert.recipe", "gpt": "training.gpt.recipe",
 
 def pretrain_recipe(model):
     """The family's `PretrainRecipe` class; `SystemExit` naming `--model` for another name."""
-    if model not in FAMILIES:
-        raise SystemExit(f"--model={model!r} is not one of: {', '.join(FAMILIES)}.")
-    return importlib.import_module(FAMILIES[model]).RECIPE
+    return family_recipe(FAMILIES, model)
 
 
 def make_recipe(cfg, init=None):

@@ -52,3 +52,15 @@ def check_one_of(cfg, name, choices):
     value = getattr(cfg, name)
     if value not in choices:
         raise SystemExit(f"--{name}={value!r} is not one of: {', '.join(map(str, choices))}.")
+
+
+def family_recipe(families, model):
+    """The `RECIPE` of the module `families[model]` names (imported only when
+    chosen: a family's module imports Keras and its own models); `SystemExit`
+    naming `--model` for a name not in `families`. Pretraining's and
+    fine-tuning's registries both pick their recipe with it."""
+    import importlib
+
+    if model not in families:
+        raise SystemExit(f"--model={model!r} is not one of: {', '.join(families)}.")
+    return importlib.import_module(families[model]).RECIPE
