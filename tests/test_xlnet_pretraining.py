@@ -601,27 +601,29 @@ def _check_multi_worker_matches(straight, tmp_path, losses_one, weights_one):
 
 @pytest.mark.slow(seconds=120)
 def test_main_job_pretrains_past_the_unigram_model(tmp_path):
-    """`python -m training.pretrain --model=xlnet` with 500 of its 1000 steps
-    (the learning rate decays to 0 at step 500): default corpus ->
+    """`python -m training.pretrain --model=xlnet` with 400 of its 1000 steps
+    (the learning rate decays to 0 at step 400): default corpus ->
     SentencePiece -> XLNet records -> xlnet_tiny -> held-out permutation-LM
-    report -> export, in a fresh folder. Half the steps keep wide margins.
-    Measured in float32 on 2 cores (sentencepiece 0.2.1, as pinned,
-    2026-11-29): held-out perplexity 147.5 vs 412.3 for the unigram model,
-    accuracy 0.192 vs 0.049 (400 steps: 191.5 and 0.166; all 1000: 83.7 and
-    0.259)."""
-    result = run_python(["-m", "training.pretrain", "--model=xlnet", "--num_train_steps=500"],
+    report -> export, in a fresh folder. Measured in float32 on 2 cores
+    (sentencepiece 0.2.1, as pinned, 2026-11-29): held-out perplexity 191.5
+    vs 412.3 for the unigram model, accuracy 0.166 vs 0.049 (500 steps:
+    147.5 and 0.192; all 1000: 83.7 and 0.259). The margins ask for about
+    half the gain measured at 400 steps (perplexity: the geometric half,
+    0.7 of the unigram model's; accuracy twice the baseline's), as the BERT
+    main job's test does."""
+    result = run_python(["-m", "training.pretrain", "--model=xlnet", "--num_train_steps=400"],
                         tmp_path, ENV, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
     summary = _summary(tmp_path / "pretrain_output")
-    assert summary["batches_trained"] == 500
+    assert summary["batches_trained"] == 400
     # bfloat16 where the CPU has the instructions for it.
     from training.pretraining.recipe import pretrain_recipe
     from training.run.distribution import auto_mixed_precision
 
     pays = pretrain_recipe("xlnet").bfloat16_pays
     assert summary["mixed_precision"] is auto_mixed_precision(pays, "auto"), summary
-    assert summary["perplexity"] < 0.5 * summary["baseline_unigram_perplexity"], summary
+    assert summary["perplexity"] < 0.7 * summary["baseline_unigram_perplexity"], summary
     assert summary["plm_accuracy"] > 2 * summary["baseline_plm_accuracy"], summary
     assert result.stdout.count("<mask> = ") == 4
     export = tmp_path / "pretrain_output" / "export"
