@@ -42,7 +42,7 @@ class Floor:
     def __init__(self, folder, branches):
         import tensorflow as tf
 
-        from keras_bert_impl.checkpoints import load_backbone
+        from keras_bert_impl.bert.load_backbone import load_backbone
         from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 
         tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -2,7 +2,7 @@
 
 Two exports of one model (a random-weight `BertBackbone` of `--preset`):
 ours, as `export_saved_model` writes it, every request checked in the graph
-(`keras_bert_impl/serving_checks.py`, issue 17), and the same export with
+(`keras_bert_impl/base/serving_checks.py`, issue 17), and the same export with
 those checks replaced by identities. Both are loaded with
 `tf.saved_model.load` in this process and their `serving_default` is called
 on the same `--batch_size` x `--seq_length` int32 request; rounds alternate
@@ -44,7 +44,7 @@ def export_pair(folder):
 
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import preset
-    from keras_bert_impl import serving
+    from keras_bert_impl.bert import bert_serving as serving
 
     backbone = BertBackbone.from_bert_config(preset(FLAGS.preset))
     checked = serving.export_saved_model(backbone, os.path.join(folder, "checked"))
@@ -74,8 +74,8 @@ def checks_alone():
 
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import preset
-    from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-    from keras_bert_impl.serving import _Serving
+    from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+    from keras_bert_impl.bert.bert_serving import _Serving
 
     module = _Serving(BertBackbone.from_bert_config(preset(FLAGS.preset)), None, FLAGS.seq_length)
     spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}

@@ -6,7 +6,7 @@ SavedModel with an ids signature and a text signature, loaded back with
 `tf.saved_model.load` in this process and called through their
 signatures, as TensorFlow Serving calls them:
 
-- ours: `keras_bert_impl.serving.export_saved_model` (`serving_default` on
+- ours: `keras_bert_impl.bert.bert_serving.export_saved_model` (`serving_default` on
   ids, `serving_text` on raw strings, tokenized in the graph; every request
   checked in the graph);
 - keras-hub: Keras' own export (`keras.export.ExportArchive`, what
@@ -63,7 +63,7 @@ def export_ours(folder, config):
     import tensorflow as tf
 
     from keras_bert_impl import BertBackbone
-    from keras_bert_impl.serving import export_saved_model
+    from keras_bert_impl.bert.bert_serving import export_saved_model
 
     path = os.path.join(folder, "ours")
     export_saved_model(BertBackbone.from_bert_config(config), path, vocab_file(),

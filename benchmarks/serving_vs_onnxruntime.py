@@ -5,7 +5,7 @@ What a deployer compares: one BERT sentence classifier (all-MiniLM-L6-v2's
 encoder, or a random `base`, with one seeded 2-class head; the same
 weights on every side), served
 
-- ours: `keras_bert_impl.serving.export_saved_model`, loaded with
+- ours: `keras_bert_impl.bert.bert_serving.export_saved_model`, loaded with
   `tf.saved_model.load`, called through `serving_default` (ids in) and
   `serving_text` (raw strings, tokenized in the graph), exported with
   `row_branches` = the cores and the default `head_branches`, served as
@@ -121,7 +121,7 @@ def _prepare(args, folder):
 
         from keras_bert_impl import BertBackbone
         from keras_bert_impl import preset
-        from keras_bert_impl.checkpoints import save_hf_checkpoint
+        from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
         keras.utils.set_random_seed(SEED)
         backbone = BertBackbone.from_bert_config(preset("base").replace(vocab_size=30522))
@@ -142,9 +142,9 @@ class _Ours:
     def __init__(self, folder, lengths, branches):
         import tensorflow as tf
 
-        from keras_bert_impl.checkpoints import load_backbone
-        from keras_bert_impl.models.bert_classifier import BertClassifier
-        from keras_bert_impl.serving import export_saved_model
+        from keras_bert_impl.bert.bert_classifier import BertClassifier
+        from keras_bert_impl.bert.bert_serving import export_saved_model
+        from keras_bert_impl.bert.load_backbone import load_backbone
 
         if branches > 1:  # the serving guide's threads for row branches
             tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -96,12 +96,12 @@ def run_single(name, megabytes, batch_size, non_ascii_every, repeats):
     if name == "ours_graph":
         import tensorflow as tf
 
-        from keras_bert_impl.tokenizers import GraphBertTokenizer
+        from keras_bert_impl.bert.graph_bert_tokenizer import GraphBertTokenizer
 
         tokenizer = GraphBertTokenizer(vocab)
         run = lambda batch: tokenizer.tokenize(tf.constant(batch)).flat_values.shape[0]  # noqa: E731
     elif name == "ours_python":
-        from keras_bert_impl.tokenizers import BertTokenizer
+        from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
         tokenizer = BertTokenizer(vocab)
         run = lambda batch: sum(len(tokenizer.tokenize(line)) for line in batch)  # noqa: E731

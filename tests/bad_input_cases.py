@@ -155,7 +155,7 @@ class Assets:
         def make():
             from keras_bert_impl import BertBackbone
             from keras_bert_impl import BertConfig
-            from keras_bert_impl.checkpoints import save_hf_checkpoint
+            from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
             config = BertConfig(vocab_size=99, hidden_size=12, num_hidden_layers=1,
                                 num_attention_heads=3, intermediate_size=37,

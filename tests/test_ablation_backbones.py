@@ -18,8 +18,8 @@ from keras_bert_impl import BertClassifier
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
-from keras_bert_impl.checkpoints import load_backbone
-from keras_bert_impl.models import BertBiLstmBackbone
+from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
+from keras_bert_impl.bert.load_backbone import load_backbone
 from training.finetune import FinetuneConfig
 from training.finetune import run
 from training.finetuning.recipe import finetune_recipe
@@ -203,7 +203,7 @@ def test_feature_backbone_is_frozen_bert_under_a_trained_bilstm(odd_config, tmp_
     """Only the BiLSTM and its pooler train; the features are the encoder's
     hidden states concatenated (embedding output and both blocks of a
     2-layer model), with no dropout inside BERT even in training."""
-    from keras_bert_impl.models import BertFeatureBackbone
+    from keras_bert_impl.bert.bert_feature_backbone import BertFeatureBackbone
 
     encoder = BertBackbone.from_bert_config(odd_config)
     backbone = BertFeatureBackbone(encoder)

@@ -12,7 +12,7 @@ import pytest
 from conftest import make_inputs
 
 from keras_bert_impl import BertBackbone
-from keras_bert_impl.models import BertBiLstmBackbone
+from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
 
 
 def test_intervals_paired_differences_and_verdicts():

@@ -94,7 +94,7 @@ def case_convert_output_is_a_file(a, out):
 
 @case(ValueError, lambda a, out: [a.path("truncated.keras"), "not a valid .keras file"])
 def case_load_backbone_truncated_keras_file(a, out):
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     path = a.path("truncated.keras")
     with zipfile.ZipFile(path, "w") as archive:
@@ -108,7 +108,7 @@ def case_load_backbone_truncated_keras_file(a, out):
 
 @case(ValueError, lambda a, out: [a.path("other.keras"), "without the model's config.json"])
 def case_load_backbone_zip_that_is_no_keras_file(a, out):
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     path = a.path("other.keras")
     with zipfile.ZipFile(path, "w") as archive:
@@ -121,7 +121,7 @@ def case_load_backbone_zip_that_is_no_keras_file(a, out):
 def case_hf_nsp_tensor_without_the_mlm_head(a, out):
     import safetensors.numpy
 
-    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
 
     folder = a.path("hf_nsp_only")
     if not os.path.isdir(folder):

@@ -69,42 +69,42 @@ def case_vocab_broken_gzip(a, out):
 
 @case(TypeError, lambda a, out: ["texts[1]", "int", "3"])
 def case_tokenizer_non_string_item(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     return outcome(lambda: BertTokenizer(VOCAB)(["fine", 3]))
 
 
 @case(TypeError, lambda a, out: ["text_pairs[0]", "NoneType"])
 def case_tokenizer_non_string_pair(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     return outcome(lambda: BertTokenizer(VOCAB)(["fine"], [None]))
 
 
 @case(TypeError, lambda a, out: ["`text`", "float", "2.5"])
 def case_tokenizer_encode_non_string(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     return outcome(lambda: BertTokenizer(VOCAB).encode(2.5))
 
 
 @case(TypeError, lambda a, out: ["`texts`", "int"])
 def case_tokenizer_batch_not_a_list(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     return outcome(lambda: BertTokenizer(VOCAB)(7))
 
 
 @case(ValueError, lambda a, out: ["max_length", "1"])
 def case_tokenizer_max_length_too_small(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     return outcome(lambda: BertTokenizer(VOCAB).encode("hello", max_length=1))
 
 
 @case(ValueError, lambda a, out: [a.path("no_cls_vocab.txt"), "[CLS]"])
 def case_tokenizer_vocab_without_cls(a, out):
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     path = write_text(a.path("no_cls_vocab.txt"), "[PAD]\n[UNK]\n[SEP]\n[MASK]\nword\n")
     return outcome(lambda: BertTokenizer(path))
@@ -136,7 +136,7 @@ def case_xlnet_tokenizer_non_string_item(a, out):
 def case_preprocessor_non_string_tensor(a, out):
     import tensorflow as tf
 
-    from keras_bert_impl.tokenizers import BertPreprocessor
+    from keras_bert_impl.bert.bert_preprocessor import BertPreprocessor
 
     return outcome(lambda: BertPreprocessor(VOCAB, max_length=8)(tf.constant([1, 2])))
 
@@ -145,7 +145,7 @@ def case_preprocessor_non_string_tensor(a, out):
 def case_preprocessor_two_strings_per_example(a, out):
     import tensorflow as tf
 
-    from keras_bert_impl.tokenizers import BertPreprocessor
+    from keras_bert_impl.bert.bert_preprocessor import BertPreprocessor
 
     texts = tf.constant([["a", "b", "c"], ["d", "e", "f"]])
     return outcome(lambda: BertPreprocessor(VOCAB, max_length=8)((texts, texts)))

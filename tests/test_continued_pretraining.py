@@ -38,7 +38,7 @@ def hub_cache(tmp_path, monkeypatch):
 
 
 def test_checkpoint_by_name_offline(hub_cache):
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import load_backbone
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 
     folder = resolve_checkpoint(REPO)
@@ -64,7 +64,7 @@ def test_checkpoint_by_name_offline(hub_cache):
 def test_continued_pretraining_starts_from_the_checkpoint():
     """The pretrainer built for `--init_checkpoint` holds MiniLM's encoder
     exactly, with the checkpoint's vocabulary, casing and 2e-5 learning rate."""
-    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
     from training.pretrain import make_recipe
     from training.pretraining.continued import CONTINUED_LEARNING_RATE
     from training.pretraining.continued import with_init_checkpoint
@@ -109,8 +109,8 @@ def test_continued_pretraining_lowers_the_heldout_loss(tmp_path, hub_cache):
     """MiniLM by name, continued on the default corpus: the held-out
     masked-LM loss falls below the checkpoint's at step 0, and the export
     holds a Hugging Face BertForPreTraining folder that loads back."""
-    from keras_bert_impl.checkpoints import load_hf_checkpoint
-    from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+    from keras_bert_impl.bert.bert_pretrainer import BertPretrainer
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
     from training.pretrain import run
 
     out = tmp_path / "run"
@@ -208,9 +208,9 @@ def test_bert_for_pretraining_heads_equal_transformers(tmp_path):
     reads ours as it reads its own."""
     import safetensors.numpy
 
-    from keras_bert_impl.checkpoints import load_hf_checkpoint
-    from keras_bert_impl.checkpoints import save_hf_checkpoint
-    from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+    from keras_bert_impl.bert.bert_pretrainer import BertPretrainer
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
     golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "goldens",
                           "bert_pretraining_parity")

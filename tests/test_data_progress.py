@@ -17,7 +17,7 @@ def test_data_creation_and_vocabulary_progress(tmp_path, capsys):
 
     from helpers import write_docstring_corpus
 
-    from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
+    from keras_bert_impl.bert.wordpiece_learner import learn_vocab
     from tf_records.bert.instances import InstanceConfig
     from tf_records.bert.writer import WriterConfig
     from tf_records.bert.writer import write_pretraining_data

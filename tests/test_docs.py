@@ -19,7 +19,7 @@ Pages: README.md and docs/*.md (not docs/results/, which
   tokens (`pretrain_output/export`, `corpus/*.txt`, `dist/<wheel>`) are what
   the commands write or the reader brings, and are not checked;
 - dotted names in backticks under our packages (`training.pretrain`,
-  `keras_bert_impl.checkpoints.load_backbone`) name a module, and what
+  `keras_bert_impl.bert.load_backbone`) name a module, and what
   follows the module a name defined in its source;
 - commands: every `python -m <module>`, `python benchmarks/<script>.py` and
   `kbi-*` command in a shell block or a backticked span names a module or

@@ -36,7 +36,7 @@ from keras_bert_impl.elmo import tf1_lstm_weights_from_keras
 from keras_bert_impl.elmo import token_char_ids
 from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
 from keras_bert_impl.elmo.elmo_lstm_stack import reverse_padded
-from keras_bert_impl.layers import ScalarMix
+from keras_bert_impl.layers.scalar_mix import ScalarMix
 
 # bilm-tf's tests/fixtures/model: a trained biLM (LSTM 64 / projection 16)
 # and the embeddings bilm-tf computes for it (see the fixture's README).

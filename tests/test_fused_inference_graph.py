@@ -15,10 +15,10 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.grappler import tf_optimizer
 from tensorflow.python.training import saver
 
-from keras_bert_impl.layers import TransformerEncoder
-from keras_bert_impl.layers.head_branches import HeadBranches
-from keras_bert_impl.layers.head_branches import traced_in_head_branches
-from keras_bert_impl.layers.row_branches import traced_in_row_branches
+from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
+from keras_bert_impl.speed.head_branches import HeadBranches
+from keras_bert_impl.speed.head_branches import traced_in_head_branches
+from keras_bert_impl.speed.row_branches import traced_in_row_branches
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"  # the remapper fuses placed nodes only
 

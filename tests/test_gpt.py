@@ -16,7 +16,7 @@ from helpers import assert_keras_save_load_equal
 from helpers import skip_random_init
 
 from keras_bert_impl import BertBackbone
-from keras_bert_impl.checkpoints import load_backbone
+from keras_bert_impl.bert.load_backbone import load_backbone
 from keras_bert_impl.gpt import GptBackbone
 from keras_bert_impl.gpt import GptConfig
 from keras_bert_impl.gpt import gpt_num_parameters

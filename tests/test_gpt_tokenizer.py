@@ -17,7 +17,7 @@ from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
 from keras_bert_impl.gpt.gpt_tokenizer import bpe
 from keras_bert_impl.gpt.gpt_tokenizer import load_bpe_files
 from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
-from keras_bert_impl.tokenizers import BasicTokenizer
+from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = os.path.join(ROOT, "tests", "goldens")

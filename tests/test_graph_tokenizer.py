@@ -14,10 +14,10 @@ from test_tokenizer import cased_vocab  # noqa: F401 (fixture)
 from test_tokenizer import corpus  # noqa: F401 (fixture)
 from test_tokenizer import goldens  # noqa: F401 (fixture)
 
-from keras_bert_impl.tokenizers import BertPreprocessor
-from keras_bert_impl.tokenizers import BertTokenizer
-from keras_bert_impl.tokenizers import GraphBertTokenizer
-from keras_bert_impl.tokenizers.graph_tokenizer import FAST_PATH_PUNCTUATION
+from keras_bert_impl.bert.bert_preprocessor import BertPreprocessor
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.graph_bert_tokenizer import FAST_PATH_PUNCTUATION
+from keras_bert_impl.bert.graph_bert_tokenizer import GraphBertTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -108,16 +108,26 @@ def test_no_family_imports_another(graph):
     assert not wrong, "\n".join(wrong)
 
 
-def test_the_base_imports_no_family(graph):
-    """`keras_bert_impl.base` is what every family shares: it imports no
-    family's room (BERT's `models/`, `layers/` and config included)."""
+SHARED_ROOMS = tuple(f"keras_bert_impl.{room}" for room in (
+    "base", "layers", "speed", "tokenizers", "checkpoints", "losses", "metrics", "file_modes"))
+
+
+def test_the_shared_rooms_import_no_family(graph):
+    """What every family shares (`base/`, `layers/`, `speed/`, `tokenizers/`,
+    `checkpoints/`, the losses and metrics) imports no family's folder
+    (`bert/`, `gpt/`, `elmo/`, `xlnet/`): BERT is a family like the others."""
     modules, imports = graph
-    families = tuple(f"keras_bert_impl.{room}" for room in (
-        "models", "layers", "bert_config", "gpt", "elmo", "xlnet", "tokenizers", "checkpoints"))
+    families = tuple(f"keras_bert_impl.{f}" for f in FAMILIES)
     wrong = [f"{modules[m]}:{line} imports {target}"
-             for m, found in imports.items() if m.startswith("keras_bert_impl.base")
+             for m, found in imports.items() if m.startswith(SHARED_ROOMS)
              for line, target in found if target.startswith(families)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_each_family_has_its_folder():
+    """`keras_bert_impl/bert/` sits beside `gpt/`, `elmo/` and `xlnet/`."""
+    for family in FAMILIES:
+        assert os.path.isfile(os.path.join(ROOT, "keras_bert_impl", family, "__init__.py")), family
 
 
 def test_run_machinery_imports_neither_pretraining_nor_finetuning(graph):
@@ -197,3 +207,25 @@ def test_a_file_over_400_lines_says_why_at_its_top(graph):
         if text.count("\n") > 400 and "Over 400 lines" not in docstring:
             unexplained.append(f"{path}: {text.count(chr(10))} lines")
     assert not unexplained, "\n".join(unexplained)
+
+
+def test_the_documented_import_paths_still_work():
+    """The guides' paths (`keras_bert_impl.tokenizers`, `.checkpoints`,
+    `.serving`, the top level) give BERT's own objects."""
+    import keras_bert_impl
+    from keras_bert_impl import bert
+    from keras_bert_impl import checkpoints
+    from keras_bert_impl import serving
+    from keras_bert_impl import tokenizers
+
+    for name in ("BertTokenizer", "BertPreprocessor", "GraphBertTokenizer", "load_vocab"):
+        assert getattr(tokenizers, name) is getattr(bert, name), name
+    for name in ("load_backbone", "find_vocab_file", "load_hf_checkpoint", "save_hf_checkpoint",
+                 "load_google_checkpoint", "save_google_checkpoint", "load_keras_hub_preset",
+                 "save_keras_hub_preset", "keras_hub_preset_vocab"):
+        assert getattr(checkpoints, name) is getattr(bert, name), name
+    assert serving.export_saved_model is bert.export_saved_model
+    for name in ("BertConfig", "BertBackbone", "BertClassifier", "BertPretrainer", "preset"):
+        assert getattr(keras_bert_impl, name) is getattr(bert, name), name
+    with pytest.raises(AttributeError, match="no attribute 'Missing'"):
+        tokenizers.Missing  # noqa: B018

@@ -66,7 +66,7 @@ def test_the_finder_refuses_keras_modules_only(monkeypatch):
         else:
             raise AssertionError(f"{name} was not refused to Keras")
     assert finder.find_spec("numpy") is None and finder.find_spec("sklearnx") is None
-    for importer in ("training.tasks.glue_metrics", "keras_bert_impl.serving", "kerasx", "__main__"):
+    for importer in ("training.tasks.glue_metrics", "keras_bert_impl.bert.bert_serving", "kerasx", "__main__"):
         monkeypatch.setattr(keras_extras, "_importer", lambda importer=importer: importer)
         assert finder.find_spec("sklearn") is None and finder.find_spec("matplotlib") is None
     monkeypatch.undo()

@@ -14,11 +14,11 @@ import pytest
 
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertMaskedLMPretrainer
-from keras_bert_impl.checkpoints import keras_hub_preset_vocab
-from keras_bert_impl.checkpoints import load_keras_hub_preset
-from keras_bert_impl.checkpoints import save_hf_checkpoint
-from keras_bert_impl.checkpoints import save_keras_hub_preset
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
+from keras_bert_impl.bert.keras_hub_preset import keras_hub_preset_vocab
+from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
+from keras_bert_impl.bert.keras_hub_preset import save_keras_hub_preset
 from keras_bert_impl.xlnet import XLNetBackbone
 from keras_bert_impl.xlnet import load_keras_hub_xlnet_preset
 from keras_bert_impl.xlnet import save_keras_hub_xlnet_preset
@@ -291,8 +291,8 @@ def test_load_backbone_and_finetune_read_a_preset_folder(presets):
     """`load_backbone` (and so `training.finetune --init_checkpoint`) takes
     a keras-hub preset folder as it takes the other formats, its
     vocabulary found inside."""
-    from keras_bert_impl.checkpoints import find_vocab_file
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import find_vocab_file
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     folder = str(presets["root"] / "masked_lm")
     backbone = load_backbone(folder)

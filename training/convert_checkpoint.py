@@ -40,22 +40,22 @@ def define_flags(flag_values=FLAGS):
 def load(path, fmt):
     import keras
 
-    from keras_bert_impl.checkpoints import load_google_checkpoint
-    from keras_bert_impl.checkpoints import load_hf_checkpoint
+    from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
 
     if fmt == "hf":
         return load_hf_checkpoint(path)
     if fmt == "google":
         return load_google_checkpoint(path)
-    from keras_bert_impl.checkpoints import check_keras_file
+    from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
     check_keras_file(path)
     return keras.saving.load_model(path, safe_mode=True)
 
 
 def save(model, folder, fmt, vocab_file):
-    from keras_bert_impl.checkpoints import save_google_checkpoint
-    from keras_bert_impl.checkpoints import save_hf_checkpoint
+    from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
     if fmt == "hf":
         save_hf_checkpoint(model, folder, vocab_file=vocab_file)
@@ -72,7 +72,7 @@ def save(model, folder, fmt, vocab_file):
 
 
 def sample_inputs(model, batch=4, seq=32):
-    from keras_bert_impl.checkpoints.google_names import backbone_of
+    from keras_bert_impl.bert.google_names import backbone_of
 
     config = backbone_of(model).bert_config
     rng = np.random.default_rng(0)
@@ -127,7 +127,7 @@ def run(values):
     """The command on parsed flags `values`: the flags and the input are
     checked (the checkpoint read whole) before anything is written."""
     path, fmt, vocab_file = check_flags(values)
-    from keras_bert_impl.checkpoints.google_names import backbone_of
+    from keras_bert_impl.bert.google_names import backbone_of
 
     try:
         model = load(path, fmt)

@@ -177,7 +177,7 @@ def _is_bert_vocab(path):
 
 
 def learn_bert_vocab(values, files):
-    from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+    from keras_bert_impl.bert.wordpiece_learner import write_vocab
     from training.bert.recipe import learn_wordpiece
 
     tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,

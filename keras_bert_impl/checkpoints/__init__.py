@@ -1,12 +1,35 @@
-"""Checkpoint interoperability: original Google TF1, Hugging Face, keras-hub presets."""
+"""What the families' checkpoint converters share: Hub names
+(`hub_names`), Hugging Face folders' files (`hf_files`), keras-hub presets
+(`keras_hub_common`) and `.keras` files (`keras_files`). BERT's converters
+live in `keras_bert_impl.bert`. Their names stay importable from here, the
+path the guides show (`from keras_bert_impl.checkpoints import
+load_backbone`), looked up when first used: loading this room imports no
+family.
+"""
 
-from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
-from keras_bert_impl.checkpoints.google_checkpoint import save_google_checkpoint
-from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
-from keras_bert_impl.checkpoints.hf_checkpoint import save_hf_checkpoint
-from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
-from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
-from keras_bert_impl.checkpoints.keras_hub_preset import save_keras_hub_preset
-from keras_bert_impl.checkpoints.load_backbone import check_keras_file
-from keras_bert_impl.checkpoints.load_backbone import find_vocab_file
-from keras_bert_impl.checkpoints.load_backbone import load_backbone
+import importlib
+
+from keras_bert_impl.checkpoints.keras_files import check_keras_file
+
+# BERT's names, by the module that defines them.
+_BERT = {
+    "load_google_checkpoint": "keras_bert_impl.bert.google_checkpoint",
+    "save_google_checkpoint": "keras_bert_impl.bert.google_checkpoint",
+    "load_hf_checkpoint": "keras_bert_impl.bert.hf_checkpoint",
+    "save_hf_checkpoint": "keras_bert_impl.bert.hf_checkpoint",
+    "keras_hub_preset_vocab": "keras_bert_impl.bert.keras_hub_preset",
+    "load_keras_hub_preset": "keras_bert_impl.bert.keras_hub_preset",
+    "save_keras_hub_preset": "keras_bert_impl.bert.keras_hub_preset",
+    "find_vocab_file": "keras_bert_impl.bert.load_backbone",
+    "load_backbone": "keras_bert_impl.bert.load_backbone",
+}
+
+
+def __getattr__(name):
+    if name in _BERT:
+        return getattr(importlib.import_module(_BERT[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_BERT))

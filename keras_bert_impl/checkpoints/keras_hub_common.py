@@ -19,7 +19,7 @@ import tempfile
 import keras
 import numpy as np
 
-from keras_bert_impl.bert_config import read_json_file
+from keras_bert_impl.base.json_files import read_json_file
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.layers.activations import get_activation
 

@@ -9,8 +9,8 @@ translation and ours loads in bilm-tf.
 
 import dataclasses
 
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
 
 # The activation after each char CNN filter's max-over-time. (The highway
 # layers always use relu, whatever this says: bilm-tf's `high()` does.)

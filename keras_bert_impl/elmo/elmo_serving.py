@@ -23,16 +23,16 @@ SavedModel needs only `tensorflow` (the word splitting is core string ops).
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.saved_model import save_module_atomic
+from keras_bert_impl.base.serving_checks import checked_ids
+from keras_bert_impl.base.serving_checks import checked_shape
+from keras_bert_impl.base.serving_checks import checked_texts
 from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
-from keras_bert_impl.serving import save_module_atomic
-from keras_bert_impl.serving_checks import checked_ids
-from keras_bert_impl.serving_checks import checked_shape
-from keras_bert_impl.serving_checks import checked_texts
-from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
 
 # B=batch, T=tokens, C=characters per token, L=LSTM layers, P=projection
 

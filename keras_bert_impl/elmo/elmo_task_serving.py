@@ -31,6 +31,10 @@ returns empty outputs.
 
 import tensorflow as tf
 
+from keras_bert_impl.base.saved_model import label_outputs
+from keras_bert_impl.base.saved_model import save_module_atomic
+from keras_bert_impl.base.saved_model import with_labels
+from keras_bert_impl.base.serving_checks import checked_texts
 from keras_bert_impl.elmo.char_ids import char_ids_from_tokens
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_serving import checked_char_ids
@@ -40,10 +44,6 @@ from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTaskModel
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
-from keras_bert_impl.serving import label_outputs
-from keras_bert_impl.serving import save_module_atomic
-from keras_bert_impl.serving import with_labels
-from keras_bert_impl.serving_checks import checked_texts
 
 # B=batch, W=words, T=tokens (W + 2 with <S> and </S>), C=characters per
 # token, K=classes or labels

@@ -7,8 +7,8 @@ original `finetune-transformer-lm` code uses the same `n_embd`, `n_head`,
 
 import dataclasses
 
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
 
 # The activations of Hugging Face's openai-gpt code. Its "gelu" is the tanh
 # approximation (the original GPT code computes that form too), not BERT's

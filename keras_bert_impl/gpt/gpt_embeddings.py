@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, S=sequence, P=positions, H=hidden
 

@@ -37,20 +37,20 @@ SavedModel needs only `tensorflow` and `tensorflow_text`.
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.saved_model import label_outputs
+from keras_bert_impl.base.saved_model import save_module_atomic
+from keras_bert_impl.base.saved_model import with_labels
+from keras_bert_impl.base.serving_checks import checked_ids
+from keras_bert_impl.base.serving_checks import checked_texts
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
-from keras_bert_impl.layers.head_branches import HeadBranches
-from keras_bert_impl.layers.head_branches import in_head_branches_when_short
-from keras_bert_impl.layers.row_branches import traced_in_row_branches
 from keras_bert_impl.layers.transformer_encoder import encoder_blocks
-from keras_bert_impl.serving import label_outputs
-from keras_bert_impl.serving import save_module_atomic
-from keras_bert_impl.serving import with_labels
-from keras_bert_impl.serving_checks import checked_ids
-from keras_bert_impl.serving_checks import checked_texts
+from keras_bert_impl.speed.head_branches import HeadBranches
+from keras_bert_impl.speed.head_branches import in_head_branches_when_short
+from keras_bert_impl.speed.row_branches import traced_in_row_branches
 
 # B=batch, S=sequence
 
@@ -186,7 +186,7 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         labels: list of str or None. A `GptClassifier`'s label per class:
             adds `probabilities` and `label` (strings) to `logits`.
         row_branches: int. Each block in this many slices of positions side
-            by side, as `keras_bert_impl.serving.export_saved_model`'s.
+            by side, as `keras_bert_impl.bert.bert_serving.export_saved_model`'s.
         head_branches: int or None. Short requests' blocks in this many
             groups of heads side by side, as `export_saved_model`'s (None:
             2 from hidden size 768).

@@ -30,9 +30,9 @@ from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
-from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
 from keras_bert_impl.metrics import SparseAccuracy
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
 # S=sequence, H=hidden, V=vocab, K=classes, L=labels

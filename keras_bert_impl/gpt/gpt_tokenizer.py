@@ -18,7 +18,7 @@ import numpy as np
 from keras_bert_impl.gpt.gpt_config import FINE_TUNING_TOKENS
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
-from keras_bert_impl.tokenizers.bert_tokenizer import truncate_seq_pair
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 
 END_OF_WORD = "</w>"
 UNK_TOKEN = "<unk>"

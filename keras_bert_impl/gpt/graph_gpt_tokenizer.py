@@ -28,7 +28,7 @@ from keras_bert_impl.gpt.gpt_config import FINE_TUNING_TOKENS
 from keras_bert_impl.gpt.gpt_tokenizer import END_OF_WORD
 from keras_bert_impl.gpt.gpt_tokenizer import UNK_TOKEN
 from keras_bert_impl.gpt.gpt_tokenizer import load_bpe_files
-from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
 
 # B=batch, W=words in a row, N=words in the batch, U=distinct words,
 # S=symbols of all distinct words, P=S - 1 adjacent symbol pairs.

@@ -3,12 +3,12 @@
 import keras
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.fast_dropout import FastDropout
-from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
-from keras_bert_impl.layers.head_branches import current_head_branch_weights
-from keras_bert_impl.layers.row_branches import current_row_branches
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.self_attention import SelfAttention
+from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
+from keras_bert_impl.speed.head_branches import current_head_branch_weights
+from keras_bert_impl.speed.row_branches import current_row_branches
 
 # B=batch, S=sequence, Q=selected positions, H=hidden, I=intermediate
 
@@ -153,7 +153,7 @@ class TransformerEncoder(keras.layers.Layer):
     def _call_in_head_branches(self, inputs, input_mask, weights):
         """`call` in inference with each group of heads (and of intermediate
         columns) a graph branch of its own, joined by the sums of their
-        output projections (`keras_bert_impl.layers.head_branches`)."""
+        output projections (`keras_bert_impl.speed.head_branches`)."""
         batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
         count = len(weights.query_key_value)
         h, per = self.hidden_size, self.hidden_size // count
@@ -194,7 +194,7 @@ class TransformerEncoder(keras.layers.Layer):
     def _call_in_row_branches(self, inputs, input_mask, count):
         """`call` in inference on `count` slices of the positions, one graph
         branch each, joined only by attention's keys and values
-        (`keras_bert_impl.layers.row_branches`)."""
+        (`keras_bert_impl.speed.row_branches`)."""
         length = keras.ops.shape(inputs)[1]
         bounds = [length * b // count for b in range(count + 1)]
         rows = [inputs[:, bounds[b]:bounds[b + 1]] for b in range(count)]  # (B, S_b, H)

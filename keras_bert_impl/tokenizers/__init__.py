@@ -1,10 +1,33 @@
-"""Tokenization: BasicTokenizer + WordPiece, as the original BERT."""
+"""What the families' tokenizers share: the original BasicTokenizer in Python
+(`basic_tokenizer`) and in TensorFlow ops (`graph_basic_tokenizer`), and
+pair truncation (`pairs`). BERT's WordPiece tokenizers live in
+`keras_bert_impl.bert`. Their names stay importable from here, the path the
+guides have always shown (`from keras_bert_impl.tokenizers import
+BertTokenizer`), looked up when first used: loading this room imports no
+family.
+"""
+
+import importlib
 
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-from keras_bert_impl.tokenizers.bert_preprocessor import BertPreprocessor
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from keras_bert_impl.tokenizers.bert_tokenizer import padded_inputs
-from keras_bert_impl.tokenizers.bert_tokenizer import truncate_seq_pair
-from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
-from keras_bert_impl.tokenizers.wordpiece import WordpieceTokenizer
-from keras_bert_impl.tokenizers.wordpiece import load_vocab
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
+
+# BERT's names, by the module that defines them.
+_BERT = {
+    "BertPreprocessor": "keras_bert_impl.bert.bert_preprocessor",
+    "BertTokenizer": "keras_bert_impl.bert.bert_tokenizer",
+    "padded_inputs": "keras_bert_impl.bert.bert_tokenizer",
+    "GraphBertTokenizer": "keras_bert_impl.bert.graph_bert_tokenizer",
+    "WordpieceTokenizer": "keras_bert_impl.bert.wordpiece",
+    "load_vocab": "keras_bert_impl.bert.wordpiece",
+}
+
+
+def __getattr__(name):
+    if name in _BERT:
+        return getattr(importlib.import_module(_BERT[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_BERT))

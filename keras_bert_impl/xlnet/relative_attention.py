@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, L=query length (this segment), P=predicted positions (query
 # stream), Q=L or P, M=memory length, K=M + L keys, R=relative positions,

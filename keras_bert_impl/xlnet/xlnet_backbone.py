@@ -4,8 +4,8 @@ import keras
 import numpy as np
 
 from keras_bert_impl.base.sequence_checks import check_sequence_inputs
-from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
+from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.xlnet.relative_attention import RelativeAttentionBiases
 from keras_bert_impl.xlnet.relative_positions import RelativePositionEncoding
 from keras_bert_impl.xlnet.xlnet_attention_masks import XLNetAttentionMasks

@@ -3,8 +3,8 @@
 import keras
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.fast_dropout import FastDropout
-from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
+from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.xlnet.relative_attention import RelativeAttention
 from keras_bert_impl.xlnet.xlnet_config import ACTIVATIONS
 

@@ -20,11 +20,11 @@ import keras
 import numpy as np
 import safetensors.numpy
 
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.bert_config import write_json_atomic
-from keras_bert_impl.checkpoints.hf_checkpoint import CONFIG_FILE
-from keras_bert_impl.checkpoints.hf_checkpoint import WEIGHTS_FILE
-from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_tensors
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
+from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
+from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone

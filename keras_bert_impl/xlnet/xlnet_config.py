@@ -8,8 +8,8 @@ loads without translation.
 
 import dataclasses
 
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
 
 # `ff_activation` -> our activation name. transformers' "gelu" is the exact
 # x * Phi(x), and the released configs say "gelu", so that is what "gelu"

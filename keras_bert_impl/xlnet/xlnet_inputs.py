@@ -42,7 +42,7 @@ import dataclasses
 
 import numpy as np
 
-from keras_bert_impl.tokenizers.bert_tokenizer import truncate_seq_pair
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_A
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_B
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_CLS

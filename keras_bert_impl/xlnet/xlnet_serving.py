@@ -2,11 +2,11 @@
 
 import tensorflow as tf
 
-from keras_bert_impl.serving import save_module_atomic
-from keras_bert_impl.serving_checks import checked_ids
-from keras_bert_impl.serving_checks import checked_shape
-from keras_bert_impl.serving_checks import checked_texts
-from keras_bert_impl.serving_checks import checked_zero_one
+from keras_bert_impl.base.saved_model import save_module_atomic
+from keras_bert_impl.base.serving_checks import checked_ids
+from keras_bert_impl.base.serving_checks import checked_shape
+from keras_bert_impl.base.serving_checks import checked_texts
+from keras_bert_impl.base.serving_checks import checked_zero_one
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_backbone import BASE_INPUTS
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone

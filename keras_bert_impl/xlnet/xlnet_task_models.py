@@ -32,8 +32,8 @@ import keras
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
-from keras_bert_impl.layers.fast_dropout import FastDropout
 from keras_bert_impl.metrics import SparseAccuracy
+from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
 

@@ -2,10 +2,10 @@
 
 import tensorflow as tf
 
-from keras_bert_impl.serving import label_outputs
-from keras_bert_impl.serving import save_module_atomic
-from keras_bert_impl.serving import with_labels
-from keras_bert_impl.serving_checks import checked_texts
+from keras_bert_impl.base.saved_model import label_outputs
+from keras_bert_impl.base.saved_model import save_module_atomic
+from keras_bert_impl.base.saved_model import with_labels
+from keras_bert_impl.base.serving_checks import checked_texts
 from keras_bert_impl.xlnet.graph_xlnet_tokenizer import GraphXLNetTokenizer
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
 from keras_bert_impl.xlnet.xlnet_serving import checked_xlnet_ids

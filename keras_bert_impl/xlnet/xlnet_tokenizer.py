@@ -25,7 +25,7 @@ import unicodedata
 import numpy as np
 import sentencepiece
 
-from keras_bert_impl.tokenizers.bert_tokenizer import truncate_seq_pair
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start mark
 # XLNet's special symbols at the ids of its released model (`data_utils.py`).

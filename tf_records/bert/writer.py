@@ -122,7 +122,7 @@ def block_records(index, block, vocab_file, instance_config, writer_config, long
 
     # The modules, not the `keras_bert_impl.tokenizers` package: a worker
     # imports no TensorFlow (see `_tensorflow_free_worker`).
-    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
     key = (vocab_file, writer_config.do_lower_case)
     if key not in _WORKER_STATE:  # once per worker process, not per block
@@ -283,7 +283,7 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     if shards:  # the workers read the vocabulary; this process stays free of TensorFlow
         vocab_facts = shards[0]["vocab"]
     else:
-        from keras_bert_impl.tokenizers import load_vocab
+        from keras_bert_impl.bert.wordpiece import load_vocab
 
         vocab_facts = _vocab_facts(load_vocab(vocab_file))
     manifest = build_manifest(instance_config, writer_config, file_sha256(vocab_file),

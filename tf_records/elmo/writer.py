@@ -26,7 +26,7 @@ import shutil
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.elmo.char_ids import BOS_TOKEN
 from keras_bert_impl.elmo.char_ids import EOS_TOKEN
 from keras_bert_impl.elmo.elmo_vocab import UNK_TOKEN

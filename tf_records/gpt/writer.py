@@ -23,7 +23,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import write_json_atomic
 from tf_records.documents import read_documents
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import encode_lm_examples

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import write_json_atomic
 from tf_records.documents import read_documents
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes

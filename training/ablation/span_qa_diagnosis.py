@@ -69,7 +69,7 @@ def variant_system(variant):
 def wrap_backbone(variant, backbone):
     """The variant's encoder around the backbone `training.finetune` built."""
     from keras_bert_impl import BertBackbone
-    from keras_bert_impl.models import BertBiLstmBackbone
+    from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
 
     if backbone.causal:
         raise ValueError(f"{variant}: expected a bidirectional encoder.")

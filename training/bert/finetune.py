@@ -18,12 +18,12 @@ import os
 
 from keras_bert_impl import BertBackbone
 from keras_bert_impl import preset
-from keras_bert_impl.checkpoints import find_vocab_file
-from keras_bert_impl.checkpoints import load_backbone
-from keras_bert_impl.models import BertBiLstmBackbone
-from keras_bert_impl.models import BertFeatureBackbone
-from keras_bert_impl.serving import export_saved_model
-from keras_bert_impl.tokenizers import BertTokenizer
+from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
+from keras_bert_impl.bert.bert_feature_backbone import BertFeatureBackbone
+from keras_bert_impl.bert.bert_serving import export_saved_model
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.load_backbone import find_vocab_file
+from keras_bert_impl.bert.load_backbone import load_backbone
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.config import refuse_gpt_flags
 from training.finetuning.recipe import FinetuneRecipe
@@ -62,7 +62,7 @@ class BertFinetune(FinetuneRecipe):
     def check_checkpoint(self, cfg):
         if not cfg.init_checkpoint:
             return
-        from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
+        from keras_bert_impl.bert.load_backbone import checkpoint_format
 
         try:
             checkpoint_format(cfg.init_checkpoint)

@@ -51,7 +51,7 @@ class BertRecipe(PretrainRecipe):
         if cfg.input_format not in INPUT_FORMATS:
             raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}.")
-        from keras_bert_impl.bert_config import PRESETS
+        from keras_bert_impl.bert.bert_config import PRESETS
 
         if not init and not cfg.config_file and cfg.preset not in PRESETS:
             raise SystemExit(f"--preset={cfg.preset!r} is not a BERT size: "
@@ -92,7 +92,7 @@ class BertRecipe(PretrainRecipe):
         if not vocab_file:
             vocab_file = os.path.join(data_dir, "vocab.txt")
             if not os.path.exists(vocab_file):
-                from keras_bert_impl.tokenizers.vocab_learner import write_vocab
+                from keras_bert_impl.bert.wordpiece_learner import write_vocab
                 from tf_records.documents import read_documents
 
                 start = time.time()
@@ -107,7 +107,7 @@ class BertRecipe(PretrainRecipe):
             data_dir, f"{self.records_prefix}{side}_records", "manifest.json"))
             for side, files in (("train", train_files), ("heldout", heldout_files)) if files)
         if not cfg.input and not written:
-            from keras_bert_impl.tokenizers import BertTokenizer
+            from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
             from training.pretraining.default_corpus import split_long_lines
 
             tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
@@ -151,7 +151,7 @@ class BertRecipe(PretrainRecipe):
         if not vocab_file:
             raise SystemExit("TFRecords without a manifest need --vocab_file (for the "
                              "vocabulary size).")
-        from keras_bert_impl.tokenizers import load_vocab
+        from keras_bert_impl.bert.wordpiece import load_vocab
 
         return max(load_vocab(vocab_file).values()) + 1
 
@@ -228,7 +228,7 @@ class BertRecipe(PretrainRecipe):
         return results
 
     def export(self, model, vocab_file, export_dir):
-        from keras_bert_impl.serving import export_saved_model
+        from keras_bert_impl.bert.bert_serving import export_saved_model
 
         cfg = self.cfg
         os.makedirs(export_dir, exist_ok=True)
@@ -263,9 +263,9 @@ def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):
     the words counted (MB of the files read, rate, ETA), then each round of
     the WordPiece threshold search (its ETA an upper bound: the search may
     end before its last possible round). `num_unused`: `[unusedN]` slots."""
-    from keras_bert_impl.tokenizers.vocab_learner import count_words
-    from keras_bert_impl.tokenizers.vocab_learner import learn_from_counts
-    from keras_bert_impl.tokenizers.vocab_learner import reserved_tokens
+    from keras_bert_impl.bert.wordpiece_learner import count_words
+    from keras_bert_impl.bert.wordpiece_learner import learn_from_counts
+    from keras_bert_impl.bert.wordpiece_learner import reserved_tokens
     from tf_records.command_line.progress import Reporter
     from tf_records.input_files import line_bytes
     from tf_records.input_files import text_meter

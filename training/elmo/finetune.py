@@ -123,7 +123,7 @@ def build_elmo_backbone(cfg):
             "frozen, gives random features (smoke tests only).")
         return ElmoBackbone.from_config_object(elmo_preset(cfg.preset), dtype=dtype)
     if cfg.init_checkpoint.endswith(".keras"):
-        from keras_bert_impl.checkpoints import check_keras_file
+        from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
         try:
             check_keras_file(cfg.init_checkpoint)

@@ -190,7 +190,7 @@ class ElmoRecipe(PretrainRecipe):
         return bilm_report(model, heldout, target_counts(train_source, model.vocab_size))
 
     def export(self, model, vocab_file, export_dir):
-        from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+        from keras_bert_impl.base.json_files import copy_atomic
         from keras_bert_impl.elmo import save_elmo_checkpoint
         from keras_bert_impl.elmo.elmo_serving import export_elmo_saved_model
 

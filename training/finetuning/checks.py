@@ -43,7 +43,7 @@ def check_paths(cfg):
                                     or os.path.exists(cfg.init_checkpoint + ".index")):
         raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: no such file or folder.")
     if cfg.init_checkpoint.endswith(".keras"):
-        from keras_bert_impl.checkpoints import check_keras_file
+        from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
         try:
             check_keras_file(cfg.init_checkpoint)

@@ -111,7 +111,7 @@ def build_gpt_backbone(cfg, vocab_size):
 
         backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
     else:
-        from keras_bert_impl.checkpoints import check_keras_file
+        from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
         try:
             check_keras_file(cfg.init_checkpoint)

@@ -182,7 +182,7 @@ class GptRecipe(PretrainRecipe):
         return results
 
     def export(self, model, vocab_file, export_dir):
-        from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+        from keras_bert_impl.base.json_files import copy_atomic
         from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 
         os.makedirs(export_dir, exist_ok=True)

@@ -63,11 +63,11 @@ def read_init_checkpoint(typed, model="bert"):
     family = pretrain_recipe(model)
     if family.checkpoint_formats == ("hf",):
         return _read_hf_family(typed, model, family)
-    from keras_bert_impl.bert_config import BertConfig
-    from keras_bert_impl.checkpoints.hf_checkpoint import read_hf_config
+    from keras_bert_impl.bert.bert_config import BertConfig
+    from keras_bert_impl.bert.hf_checkpoint import read_hf_config
+    from keras_bert_impl.bert.load_backbone import checkpoint_format
+    from keras_bert_impl.bert.load_backbone import find_vocab_file
     from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-    from keras_bert_impl.checkpoints.load_backbone import checkpoint_format
-    from keras_bert_impl.checkpoints.load_backbone import find_vocab_file
 
     try:
         path = resolve_checkpoint(typed)
@@ -78,7 +78,7 @@ def read_init_checkpoint(typed, model="bert"):
             folder = path if os.path.isdir(path) else os.path.dirname(path)
             config = BertConfig.from_json_file(os.path.join(folder, "bert_config.json"))
         elif kind == "keras_hub":
-            from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
+            from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
 
             model = load_keras_hub_preset(path)
             config = getattr(model, "backbone", model).bert_config
@@ -93,7 +93,7 @@ def read_init_checkpoint(typed, model="bert"):
 
 
 def _keras_hub_casing(path):
-    from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
+    from keras_bert_impl.bert.keras_hub_preset import keras_hub_preset_vocab
 
     return keras_hub_preset_vocab(path).lowercase
 
@@ -125,7 +125,7 @@ def _read_hf_family(typed, model, family):
 def _keras_model(path):
     import keras
 
-    from keras_bert_impl.checkpoints.load_backbone import check_keras_file
+    from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
     check_keras_file(path)
     model = keras.saving.load_model(path, compile=False)
@@ -234,7 +234,7 @@ def _check_merges(typed_vocab, vocab, where):
 def _check_size(cfg, explicit, config, where):
     """A typed size that differs from the checkpoint's is refused."""
     if "config_file" in explicit and cfg.config_file:
-        from keras_bert_impl.bert_config import BertConfig
+        from keras_bert_impl.bert.bert_config import BertConfig
 
         typed = BertConfig.from_json_file(cfg.config_file)
         source = f"--config_file={cfg.config_file}"
@@ -292,8 +292,8 @@ def load_init_weights(init, target):
     the checkpoint is read in float32 and assigned."""
     import keras
 
-    from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
-    from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+    from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
+    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
 
     policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")
@@ -303,7 +303,7 @@ def load_init_weights(init, target):
         elif init.kind == "google":
             source = load_google_checkpoint(init.path)
         elif init.kind == "keras_hub":
-            from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
+            from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
 
             source = load_keras_hub_preset(init.path)
         else:
@@ -337,23 +337,23 @@ def save_like_init(init, model, vocab_file, export_dir):
     file: `export/hf/` (a Hugging Face folder), `export/google/` or
     `export/keras_hub/` (a preset of the backbone); "" for
     a `.keras` start or a model those layouts do not hold (LTR's)."""
-    from keras_bert_impl.models.bert_pretrainer import BertCausalLMPretrainer
+    from keras_bert_impl.bert.bert_pretrainer import BertCausalLMPretrainer
 
     if init.kind == "keras" or isinstance(model, BertCausalLMPretrainer):
         return ""
     if init.kind == "keras_hub":  # keras-hub's presets hold the backbone (and tokenizer)
-        from keras_bert_impl.checkpoints import save_keras_hub_preset
+        from keras_bert_impl.bert.keras_hub_preset import save_keras_hub_preset
 
         folder = os.path.join(export_dir, "keras_hub")
         save_keras_hub_preset(model.backbone, folder, vocab_file, init.do_lower_case is not False)
         return f"keras-hub preset (backbone) -> {folder}; "
     if init.kind == "hf":
-        from keras_bert_impl.checkpoints import save_hf_checkpoint
+        from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
 
         folder = os.path.join(export_dir, "hf")
         save_hf_checkpoint(model, folder, vocab_file)
         return f"Hugging Face folder -> {folder}; "
-    from keras_bert_impl.checkpoints import save_google_checkpoint
+    from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
 
     folder = os.path.join(export_dir, "google")
     save_google_checkpoint(model, folder, vocab_file)

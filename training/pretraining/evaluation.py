@@ -200,7 +200,7 @@ def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
     """A few held-out sentences with one word masked, and the top 3 guesses."""
     import numpy as np
 
-    from keras_bert_impl.tokenizers import BertTokenizer
+    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
     from tf_records.documents import read_documents
 
     tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)

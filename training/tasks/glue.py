@@ -24,8 +24,8 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.tokenizers import padded_inputs
-from keras_bert_impl.tokenizers import truncate_seq_pair
+from keras_bert_impl.bert.bert_tokenizer import padded_inputs
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 from training.tasks.bad_rows import BadRowError
 from training.tasks.windows import windows
 

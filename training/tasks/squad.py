@@ -32,7 +32,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.bert_config import write_json_atomic
+from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from training.tasks.bad_rows import BadRowError
 from training.tasks.windows import is_max_context

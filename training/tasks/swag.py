@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from keras_bert_impl.tokenizers import truncate_seq_pair
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 from training.tasks.bad_rows import BadRowError
 
 # N=examples, K=NUM_CHOICES, S=max_seq_length

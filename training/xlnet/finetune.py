@@ -193,7 +193,7 @@ def build_xlnet_backbone(cfg, vocab_size):
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
     else:
-        from keras_bert_impl.checkpoints import check_keras_file
+        from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
         try:
             check_keras_file(cfg.init_checkpoint)

@@ -430,7 +430,7 @@ class XLNetRecipe(PretrainRecipe):
         return results
 
     def export(self, model, vocab_file, export_dir):
-        from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+        from keras_bert_impl.base.json_files import copy_atomic
         from keras_bert_impl.xlnet import save_xlnet_checkpoint
         from keras_bert_impl.xlnet.xlnet_serving import export_xlnet_pretrainer_saved_model
 
@@ -438,7 +438,7 @@ class XLNetRecipe(PretrainRecipe):
         save_xlnet_checkpoint(model, export_dir)  # config.json + model.safetensors
         if vocab_file:  # beside the weights, where training.finetune --model=xlnet looks
             copy_atomic(vocab_file, os.path.join(export_dir, SPM_FILE))
-            from keras_bert_impl.bert_config import write_json_atomic
+            from keras_bert_impl.base.json_files import write_json_atomic
 
             write_json_atomic(os.path.join(export_dir, "tokenizer_config.json"), {
                 "tokenizer_class": "XLNetTokenizer", "do_lower_case": self.cfg.do_lower_case})

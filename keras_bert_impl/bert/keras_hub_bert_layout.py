@@ -9,8 +9,8 @@ reads and writes the folders with them.
 import keras
 import numpy as np
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.checkpoints import google_names
+from keras_bert_impl.bert import google_names
+from keras_bert_impl.bert.bert_config import BertConfig
 from keras_bert_impl.checkpoints.keras_hub_common import activation_name
 
 # === Variables: keras-hub's <-> original Google names ===

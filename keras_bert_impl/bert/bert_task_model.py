@@ -3,8 +3,8 @@
 import keras
 
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
-from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_backbone import check_inputs
+from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_backbone import check_inputs
 
 
 def backbone_inputs():
@@ -24,7 +24,7 @@ def pooled_output(backbone, inputs):
     pooler reads the last non-padding row, and whose blocks take no query
     rows) and backbones of another kind (the BiLSTM one) are called whole.
     """
-    from keras_bert_impl.models.bert_backbone import BertBackbone
+    from keras_bert_impl.bert.bert_backbone import BertBackbone
 
     if type(backbone) is not BertBackbone or backbone.causal:
         return backbone(inputs)["pooled_output"]

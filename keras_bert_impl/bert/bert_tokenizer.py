@@ -2,10 +2,11 @@
 
 import numpy as np
 
+from keras_bert_impl.bert.wordpiece import WordpieceTokenizer
+from keras_bert_impl.bert.wordpiece import load_vocab
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
-from keras_bert_impl.tokenizers.wordpiece import WordpieceTokenizer
-from keras_bert_impl.tokenizers.wordpiece import load_vocab
+from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 
 # Distinct words whose WordPiece split `BertTokenizer.tokenize` keeps. Memory
 # measured: 1.4 MB for the main job's corpus (7,918 distinct words), 115 MB
@@ -14,17 +15,6 @@ from keras_bert_impl.tokenizers.wordpiece import load_vocab
 _WORD_CACHE_SIZE = 50_000
 
 PADDING = ("max_length", "longest")
-
-
-def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens):
-    """Trims the longer list from its end until both fit, in place.
-
-    The original `_truncate_seq_pair`: one token at a time from whichever
-    list is longer (B when equal), so a short A keeps all its tokens.
-    """
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        longer.pop()
 
 
 def padded_inputs(rows, length, pad_token_id):

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
 from keras_bert_impl.file_modes import as_if_created
-from keras_bert_impl.tokenizers.graph_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
 
 
 def reserved_tokens(num_unused=99):

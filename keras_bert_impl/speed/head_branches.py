@@ -1,6 +1,6 @@
 """Head branches: a short request's inference graph that several cores share.
 
-Row branches (`keras_bert_impl.layers.row_branches`) cut a block's positions
+Row branches (`keras_bert_impl.speed.row_branches`) cut a block's positions
 into slices; at a few dozen tokens each slice's matmuls are a handful of
 rows, and the slices meet in attention. Heads cut the other way: branch g
 computes the queries, keys and values of its `N / count` heads, their
@@ -35,7 +35,7 @@ against 5.8 without head branches, at 128 tokens 11.6-12.1 against
 `TransformerEncoder` computes in head branches in inference calls traced
 inside `with traced_in_head_branches(branches):`; the SavedModel exports
 trace their models so for short requests
-(`keras_bert_impl.serving.export_saved_model`'s `head_branches`). Training
+(`keras_bert_impl.bert.bert_serving.export_saved_model`'s `head_branches`). Training
 and Keras calls are unchanged.
 """
 

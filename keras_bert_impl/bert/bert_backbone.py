@@ -3,9 +3,9 @@
 import keras
 
 from keras_bert_impl.base.sequence_checks import check_sequence_inputs
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.layers.bert_embeddings import BertEmbeddings
-from keras_bert_impl.layers.bert_pooler import BertPooler
+from keras_bert_impl.bert.bert_config import BertConfig
+from keras_bert_impl.bert.bert_embeddings import BertEmbeddings
+from keras_bert_impl.bert.bert_pooler import BertPooler
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 from keras_bert_impl.layers.transformer_encoder import TransformerEncoder
 

@@ -2,9 +2,9 @@
 
 import keras
 
+from keras_bert_impl.bert.bert_task_model import BertTaskModel
+from keras_bert_impl.bert.bert_task_model import backbone_inputs
 from keras_bert_impl.layers.scalar_mix import ScalarMix
-from keras_bert_impl.models.bert_task_model import BertTaskModel
-from keras_bert_impl.models.bert_task_model import backbone_inputs
 
 # B=batch, S=sequence, H=hidden, L=layers
 

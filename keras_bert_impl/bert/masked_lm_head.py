@@ -4,9 +4,9 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
+from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 
 # B=batch, S=sequence, P=predictions per sequence, H=hidden, V=vocab
 

@@ -2,8 +2,8 @@
 
 import keras
 
-from keras_bert_impl.layers.fast_dropout import FastDropout
-from keras_bert_impl.layers.fast_layer_norm import FastLayerNormalization
+from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -24,11 +24,14 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.checkpoints import google_names
-from keras_bert_impl.checkpoints.keras_hub_bert_layout import _bert_config
-from keras_bert_impl.checkpoints.keras_hub_bert_layout import _hub_bert_kwargs
-from keras_bert_impl.checkpoints.keras_hub_bert_layout import _hub_bert_slots
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.bert import google_names
+from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_pretrainer import BertMaskedLMPretrainer
+from keras_bert_impl.bert.keras_hub_bert_layout import _bert_config
+from keras_bert_impl.bert.keras_hub_bert_layout import _hub_bert_kwargs
+from keras_bert_impl.bert.keras_hub_bert_layout import _hub_bert_slots
+from keras_bert_impl.bert.wordpiece import load_vocab
 from keras_bert_impl.checkpoints.keras_hub_common import BERT_BACKBONE
 from keras_bert_impl.checkpoints.keras_hub_common import CONFIG_FILE
 from keras_bert_impl.checkpoints.keras_hub_common import TASK_FILE
@@ -40,9 +43,6 @@ from keras_bert_impl.checkpoints.keras_hub_common import check_covered
 from keras_bert_impl.checkpoints.keras_hub_common import check_replaceable
 from keras_bert_impl.checkpoints.keras_hub_common import read_preset_config
 from keras_bert_impl.checkpoints.keras_hub_common import write_preset_atomic
-from keras_bert_impl.models.bert_backbone import BertBackbone
-from keras_bert_impl.models.bert_pretrainer import BertMaskedLMPretrainer
-from keras_bert_impl.tokenizers.wordpiece import load_vocab
 
 BERT_MASKED_LM = "keras_hub>BertMaskedLM"
 BERT_TOKENIZER = "keras_hub>BertTokenizer"

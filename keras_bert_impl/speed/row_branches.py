@@ -18,7 +18,7 @@ come out: each slice's matmuls are the whole layer's rows.
 
 `TransformerEncoder` computes in row branches in inference calls traced
 inside `with traced_in_row_branches(count):`; the SavedModel exports trace their
-signatures so (`keras_bert_impl.serving.export_saved_model`'s
+signatures so (`keras_bert_impl.bert.bert_serving.export_saved_model`'s
 `row_branches`). Training and Keras calls are unchanged.
 """
 

@@ -3,8 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.bert.graph_bert_tokenizer import GraphBertTokenizer
 from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
-from keras_bert_impl.tokenizers.graph_tokenizer import GraphBertTokenizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -12,9 +12,9 @@ kernel `(H, 3H)` is split into the three original `(H, H)` tensors.
 
 import numpy as np
 
-from keras_bert_impl.models.bert_backbone import BertBackbone
-from keras_bert_impl.models.bert_pretrainer import BertMaskedLMPretrainer
-from keras_bert_impl.models.bert_pretrainer import BertPretrainer
+from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_pretrainer import BertMaskedLMPretrainer
+from keras_bert_impl.bert.bert_pretrainer import BertPretrainer
 
 MLM_HEAD_PREFIX = "cls/predictions/"
 NSP_HEAD_PREFIX = "cls/seq_relationship/"

@@ -3,11 +3,11 @@
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.layers.fast_dropout import FastDropout
-from keras_bert_impl.models.bert_task_model import BertTaskModel
-from keras_bert_impl.models.bert_task_model import backbone_inputs
-from keras_bert_impl.models.bert_task_model import head_initializer
-from keras_bert_impl.models.bert_task_model import pooled_output
+from keras_bert_impl.bert.bert_task_model import BertTaskModel
+from keras_bert_impl.bert.bert_task_model import backbone_inputs
+from keras_bert_impl.bert.bert_task_model import head_initializer
+from keras_bert_impl.bert.bert_task_model import pooled_output
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=classes
 

@@ -7,11 +7,9 @@ released beside it.
 """
 
 import dataclasses
-import json
-import os
-import tempfile
 
-from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
 
 HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 
@@ -171,31 +169,6 @@ class BertConfig:
     def to_json_file(self, path):
         """Writes `bert_config.json` atomically (temp file, then rename)."""
         write_json_atomic(path, self.to_dict())
-
-
-def read_json_file(path):
-    """A JSON file's value; `ValueError` naming the file if it does not parse."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from e
-
-
-def write_json_atomic(path, values):
-    """Writes `values` as JSON to `path` via a temp file and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(values, f, indent=2, sort_keys=True)
-            f.write("\n")
-        as_if_created(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def _preset(num_hidden_layers, hidden_size, num_attention_heads):

@@ -11,9 +11,9 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.checkpoints import google_names
-from keras_bert_impl.checkpoints.hf_checkpoint import copy_atomic
+from keras_bert_impl.base.json_files import copy_atomic
+from keras_bert_impl.bert import google_names
+from keras_bert_impl.bert.bert_config import BertConfig
 from keras_bert_impl.file_modes import as_if_created
 
 CONFIG_FILE = "bert_config.json"

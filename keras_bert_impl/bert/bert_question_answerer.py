@@ -2,10 +2,10 @@
 
 import keras
 
+from keras_bert_impl.bert.bert_task_model import BertTaskModel
+from keras_bert_impl.bert.bert_task_model import backbone_inputs
+from keras_bert_impl.bert.bert_task_model import head_initializer
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_task_model import BertTaskModel
-from keras_bert_impl.models.bert_task_model import backbone_inputs
-from keras_bert_impl.models.bert_task_model import head_initializer
 
 # B=batch, S=sequence
 

@@ -2,8 +2,8 @@
 
 import keras
 
-from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_backbone import BertBackbone
 
 # B=batch, S=sequence, H=hidden
 

@@ -1,19 +1,19 @@
 """`load_backbone`: the BERT backbone of a checkpoint in any format we read."""
 
 import os
-import zipfile
 
 import keras
 
-from keras_bert_impl.checkpoints.google_checkpoint import load_google_checkpoint
-from keras_bert_impl.checkpoints.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
+from keras_bert_impl.bert.bert_feature_backbone import BertFeatureBackbone
+from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
+from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.bert.keras_hub_preset import keras_hub_preset_vocab
+from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+from keras_bert_impl.checkpoints.keras_files import check_keras_file
 from keras_bert_impl.checkpoints.keras_hub_common import is_keras_hub_preset
-from keras_bert_impl.checkpoints.keras_hub_preset import keras_hub_preset_vocab
-from keras_bert_impl.checkpoints.keras_hub_preset import load_keras_hub_preset
-from keras_bert_impl.models.bert_backbone import BertBackbone
-from keras_bert_impl.models.bert_bilstm_backbone import BertBiLstmBackbone
-from keras_bert_impl.models.bert_feature_backbone import BertFeatureBackbone
 
 FORMATS = (
     "a Hugging Face folder (config.json + model.safetensors)",
@@ -37,31 +37,6 @@ def checkpoint_format(path):
             os.path.isdir(path) or os.path.exists(path + ".index")):
         return "google"
     raise ValueError(f"No checkpoint found at {path!r}. Expected one of: {'; '.join(FORMATS)}.")
-
-
-def check_keras_file(path):
-    """Raises `ValueError` naming `path` unless it is a readable `.keras` file.
-
-    Keras reports a corrupt or truncated file as "File not found"; this
-    says what is wrong instead: missing, not a zip archive, a damaged
-    member, or a zip without the model's `config.json`.
-    """
-    if not os.path.isfile(path):
-        raise ValueError(f"{path}: no such .keras file.")
-    if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path} is not a valid .keras file: not a zip archive (corrupt, "
-                         "truncated, or another format).")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-            damaged = archive.testzip()  # the first member whose CRC fails, or None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise ValueError(f"{path} is not a valid .keras file: {e}.") from None
-    if damaged:
-        raise ValueError(f"{path} is not a valid .keras file: its member {damaged} is damaged.")
-    if "config.json" not in names:
-        raise ValueError(f"{path} is not a valid .keras file: a zip archive without the "
-                         f"model's config.json (it holds {', '.join(names[:5]) or 'nothing'}).")
 
 
 def load_backbone(path, dtype=None, causal=None):

@@ -2,12 +2,12 @@
 
 import keras
 
-from keras_bert_impl.layers.fast_dropout import FastDropout
+from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_task_model import BertTaskModel
+from keras_bert_impl.bert.bert_task_model import head_initializer
+from keras_bert_impl.bert.bert_task_model import pooled_output
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_task_model import BertTaskModel
-from keras_bert_impl.models.bert_task_model import head_initializer
-from keras_bert_impl.models.bert_task_model import pooled_output
+from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=choices, S=sequence, H=hidden
 

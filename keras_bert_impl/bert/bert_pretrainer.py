@@ -4,13 +4,13 @@ import keras
 
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
-from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
-from keras_bert_impl.layers.next_sentence_head import NextSentenceHead
+from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_backbone import check_inputs
+from keras_bert_impl.bert.masked_lm_head import MaskedLMHead
+from keras_bert_impl.bert.next_sentence_head import NextSentenceHead
 from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.metrics import SparseAccuracy
-from keras_bert_impl.models.batch_slices import BatchSlices
-from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_backbone import check_inputs
+from keras_bert_impl.speed.batch_slices import BatchSlices
 
 # B=batch, P=max_predictions_per_seq, V=vocab
 

@@ -2,9 +2,9 @@
 
 import keras
 
-from keras_bert_impl.layers.bert_pooler import BertPooler
-from keras_bert_impl.models.bert_backbone import INPUT_NAMES
-from keras_bert_impl.models.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_pooler import BertPooler
 
 # B=batch, S=sequence, H=hidden, K=hidden states concatenated (at most 4)
 

@@ -8,22 +8,23 @@ only knows how a Hugging Face key spells an original name.
 
 import os
 import re
-import shutil
 import tempfile
 
 import numpy as np
 import safetensors.numpy
 
-from keras_bert_impl.bert_config import BertConfig
-from keras_bert_impl.bert_config import read_json_file
-from keras_bert_impl.bert_config import write_json_atomic
-from keras_bert_impl.checkpoints import google_names
+from keras_bert_impl.base.json_files import copy_atomic
+from keras_bert_impl.base.json_files import read_json_file
+from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.bert import google_names
+from keras_bert_impl.bert.bert_config import BertConfig
+from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
+from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
+from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
 from keras_bert_impl.file_modes import as_if_created
 
-WEIGHTS_FILE = "model.safetensors"
 SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
              "intermediate_size")
-CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 
 # Buffers and tied copies transformers may store that hold no parameter of
@@ -66,11 +67,6 @@ def hf_name(original, prefix):
     return head + ".".join(parts), transpose
 
 
-def _legacy_spelling(key):
-    """Old transformers files spell LayerNorm weights gamma/beta."""
-    return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key))
-
-
 def read_hf_config(folder):
     path = os.path.join(folder, CONFIG_FILE)
     if not os.path.exists(path):
@@ -97,18 +93,6 @@ def read_hf_config(folder):
         raise ValueError(f"{path} lacks {', '.join(missing)}: the model's size is not "
                          "guessed. Add the checkpoint's values.")
     return BertConfig.from_hf_dict(values, source=path)
-
-
-def read_hf_tensors(folder):
-    """`{Hugging Face key: float32 array}` from `model.safetensors`."""
-    path = os.path.join(folder, WEIGHTS_FILE)
-    if not os.path.exists(path):
-        raise ValueError(f"No {WEIGHTS_FILE} in {folder}.")
-    try:
-        tensors = safetensors.numpy.load_file(path)
-    except Exception as e:  # safetensors raises its own error types
-        raise ValueError(f"Cannot read {path}: {e}") from e
-    return {_legacy_spelling(k): np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
 
 
 def original_name(key, prefix):
@@ -233,15 +217,3 @@ def save_hf_checkpoint(model, folder, vocab_file=None):
         copy_atomic(vocab_file, os.path.join(folder, VOCAB_FILE))
 
 
-def copy_atomic(src, dst):
-    if os.path.abspath(src) == os.path.abspath(dst):
-        return
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)), prefix=".tmp-")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        as_if_created(tmp)
-        os.replace(tmp, dst)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
