@@ -148,7 +148,7 @@ from training.ablation.settings import AblationsConfig
 from training.ablation.settings import _check_settings
 from training.ablation.settings import check_flags
 from training.ablation.settings import chosen_systems
-from training.ablation.table import SYSTEMS
+from training.ablation.systems import SYSTEMS
 from training.ablation.table import TABLE1_SYSTEMS
 from training.ablation.table import TABLE5_SYSTEMS
 from training.ablation.table import build_tables

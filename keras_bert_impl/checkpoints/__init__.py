@@ -7,8 +7,7 @@ load_backbone`), looked up when first used: loading this room imports no
 family.
 """
 
-import importlib
-
+from keras_bert_impl.base.lazy_names import lazy_names
 from keras_bert_impl.checkpoints.keras_files import check_keras_file
 
 # BERT's names, by the module that defines them.
@@ -25,11 +24,4 @@ _BERT = {
 }
 
 
-def __getattr__(name):
-    if name in _BERT:
-        return getattr(importlib.import_module(_BERT[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_BERT))
+__getattr__, __dir__ = lazy_names(__name__, _BERT)

@@ -7,8 +7,7 @@ BertTokenizer`), looked up when first used: loading this room imports no
 family.
 """
 
-import importlib
-
+from keras_bert_impl.base.lazy_names import lazy_names
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 
@@ -23,11 +22,4 @@ _BERT = {
 }
 
 
-def __getattr__(name):
-    if name in _BERT:
-        return getattr(importlib.import_module(_BERT[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_BERT))
+__getattr__, __dir__ = lazy_names(__name__, _BERT)

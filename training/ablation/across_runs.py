@@ -46,8 +46,8 @@ from absl import flags
 from keras_bert_impl.file_modes import as_if_created
 from training.ablation.stats import cell_interval
 from training.ablation.stats import verdict
-from training.ablation.table import SYSTEMS
-from training.ablation.table import TASKS
+from training.ablation.systems import SYSTEMS
+from training.ablation.systems import TASKS
 from training.pretraining.common import write_json
 
 TABLES = ("table5", "table1")

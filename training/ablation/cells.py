@@ -12,8 +12,8 @@ import traceback
 
 from training.ablation.settings import QUICK_EPOCHS
 from training.ablation.settings import AblationsConfig
-from training.ablation.table import SYSTEMS
-from training.ablation.table import TASKS
+from training.ablation.systems import SYSTEMS
+from training.ablation.systems import TASKS
 
 
 def say(message):
@@ -76,23 +76,16 @@ def _finetune_config(cfg, system, task, split, rate, k, folder):
     from training.finetune import FinetuneConfig
 
     pretrain = os.path.abspath(os.path.join(cfg.output_dir, "pretrain"))
-    bert_vocab = os.path.join(pretrain, "bert", "data", "vocab.txt")
-    vocab, preset = bert_vocab, ""
-    if system.model == "gpt":
-        checkpoint = os.path.join(pretrain, "gpt", "export", "causal_lm.keras")
-        vocab = os.path.join(pretrain, "gpt", "data", "gpt_vocab", "vocab.json")
-    elif system.model in ("elmo", "xlnet"):  # their export folders, vocabulary inside
-        checkpoint, vocab = os.path.join(pretrain, system.model, "export"), ""
-    elif system.checkpoint:
-        checkpoint = os.path.join(pretrain, system.checkpoint, "export", "pretrainer.keras")
-    else:
-        checkpoint, preset = "", "tiny"
+    checkpoint, preset = "", "tiny"  # no pretraining: random weights, BERT's vocabulary
+    if system.checkpoint:
+        checkpoint, preset = os.path.join(pretrain, system.checkpoint, system.export), ""
+    vocab = os.path.join(pretrain, system.vocab) if system.vocab else ""
     data = os.path.join(cfg.output_dir, "tasks", task.name)
     length = task.max_seq_length
-    if system.model == "elmo":
+    if system.counts_words:
         from training.ablation.task_rows import MAX_WORDS
 
-        length = MAX_WORDS + 2  # ELMo counts words, <S> and </S>
+        length = MAX_WORDS + 2  # words, <S> and </S>
     return FinetuneConfig(
         model=system.model, task=task.finetune_task,
         data_dir=os.path.join(data, "select") if split == "select" else data,

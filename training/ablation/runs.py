@@ -19,14 +19,12 @@ from tf_records.command_line import keras_extras
 from training.ablation.cells import _free_models
 from training.ablation.cells import _load_cell
 from training.ablation.cells import _run_cell
-from training.ablation.settings import ELMO_BATCH
-from training.ablation.settings import ELMO_WINDOW
+from training.ablation.settings import PRETRAINED
+from training.ablation.settings import PRETRAININGS
 from training.ablation.settings import AblationsConfig
 from training.ablation.settings import beyond_grid
-from training.ablation.settings import elmo_steps
 from training.ablation.settings import learning_rates
-from training.ablation.table import PRETRAINED
-from training.ablation.table import TASKS
+from training.ablation.systems import TASKS
 from training.ablation.table import pretraining_scores
 
 
@@ -241,39 +239,31 @@ def _run_pretraining(config, name, corpus):
 
 
 def _pretrain_flags(cfg, name, corpus, folder):
-    """`training.pretrain`'s flags for one system, by name: the same corpus
-    and tokens seen for all."""
-    model, ablation = {"bert": ("bert", ""), "no_nsp": ("bert", "no_nsp"),
-                       "ltr": ("bert", "ltr"), "gpt": ("gpt", ""), "elmo": ("elmo", ""),
-                       "xlnet": ("xlnet", "")}[name]
-    if name in ("no_nsp", "ltr"):  # BERT's records and vocabulary: the same data
-        bert_data = os.path.join(_pretrain_folder(cfg, "bert"), "data")
-        data = {"input": f"{bert_data}/train_records",
-                "heldout_input": f"{bert_data}/heldout_records",
-                "vocab_file": f"{bert_data}/vocab.txt"}
+    """`training.pretrain`'s flags for one pretraining run (`PRETRAININGS`):
+    the same corpus and tokens seen for all, then the run's own flags."""
+    run = next(p for p in PRETRAININGS if p.name == name)
+    if run.records_from:  # its records and vocabulary: the same data
+        data_folder = os.path.join(_pretrain_folder(cfg, run.records_from), "data")
+        data = {"input": f"{data_folder}/train_records",
+                "heldout_input": f"{data_folder}/heldout_records",
+                "vocab_file": f"{data_folder}/vocab.txt"}
     else:
         data = {"input": os.path.abspath(corpus["train"]),
                 "heldout_input": os.path.abspath(corpus["heldout"])}
-    steps, batch, length = cfg.pretrain_steps, cfg.pretrain_batch_size, cfg.pretrain_seq_length
-    schedule = {"learning_rate": cfg.pretrain_learning_rate,
-                "warmup_steps": cfg.pretrain_warmup_steps}
-    extra = {}
-    if model == "elmo":  # 1/8 of the tokens, in bilm-tf's windows; its own optimizer
-        steps = elmo_steps(cfg)
-        batch, length, schedule = ELMO_BATCH, ELMO_WINDOW, {}
-    elif model == "xlnet":  # as many predictions per sequence as BERT's
-        extra = {"max_predictions_per_seq": max(1, round(0.15 * length))}
-    elif model == "bert":
-        extra = {"dupe_factor": 1 if cfg.quick else 10, "fill_mask_examples": 0}
-    return {
-        "model": model, "ablation": ablation, "output_dir": folder, "preset": "tiny", **data,
-        "vocab_size": cfg.vocab_size, "num_train_steps": steps, "global_batch_size": batch,
-        "max_seq_length": length, **schedule, **extra, "seed": cfg.seed,
-        "checkpoint_every_steps": max(1, steps // 4), "log_every_steps": max(1, steps // 10),
+    flags = {
+        "model": run.model, "ablation": run.ablation, "output_dir": folder, "preset": "tiny",
+        **data, "vocab_size": cfg.vocab_size, "num_train_steps": cfg.pretrain_steps,
+        "global_batch_size": cfg.pretrain_batch_size, "max_seq_length": cfg.pretrain_seq_length,
+        "learning_rate": cfg.pretrain_learning_rate, "warmup_steps": cfg.pretrain_warmup_steps,
+        "seed": cfg.seed, **run.flags(cfg)}
+    steps = flags["num_train_steps"]
+    return {k: v for k, v in {
+        **flags, "checkpoint_every_steps": max(1, steps // 4),
+        "log_every_steps": max(1, steps // 10),
         "saved_model": False,  # fine-tuning reads the Keras model
         # float32 for every system: not given, BERT's rows would train in
         # bfloat16 on some CPUs and GPT's in float32.
-        "mixed_precision": False}
+        "mixed_precision": False}.items() if v is not None}
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ import shutil
 
 from training.ablation.stats import paired_difference
 from training.ablation.stats import verdict
-from training.ablation.table import TASKS
+from training.ablation.systems import TASKS
 from training.pretraining.common import write_json
 
 SCALING_SYSTEMS = ("bert", "no_nsp", "ltr")

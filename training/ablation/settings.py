@@ -1,7 +1,7 @@
 """The settings of the Table 5 comparison (`training.ablations`):
 `AblationsConfig` (every flag a field, the pre-registered run's values its
 defaults), the flags' help, what `--quick` shrinks, ELMo's share of the
-tokens, and the checks made before anything is written, a resumed
+tokens, each pretraining run (`PRETRAININGS`), and the checks made before anything is written, a resumed
 folder's `settings.json` among them.
 """
 
@@ -9,9 +9,10 @@ import dataclasses
 import json
 import math
 import os
+import typing
 
 from tf_records.input_files import check_output_folder
-from training.ablation.table import SYSTEMS
+from training.ablation.systems import SYSTEMS
 from training.ablation.table import TABLE1_SYSTEMS
 from training.ablation.table import TABLE5_SYSTEMS
 from training.run.config_flags import check_at_least
@@ -104,6 +105,48 @@ def elmo_steps(cfg):
     """ELMo's pretraining steps: 1/ELMO_TOKEN_SHARE of the others' tokens."""
     tokens = cfg.pretrain_steps * cfg.pretrain_batch_size * cfg.pretrain_seq_length
     return max(1, tokens // (ELMO_TOKEN_SHARE * ELMO_BATCH * ELMO_WINDOW))
+
+
+def _bert_records(cfg):
+    return {"dupe_factor": 1 if cfg.quick else 10, "fill_mask_examples": 0}
+
+
+def _elmo_budget(cfg):
+    """1/ELMO_TOKEN_SHARE of the others' tokens, in bilm-tf's windows, with
+    ELMo's own optimizer (no learning rate or warmup of the shared schedule)."""
+    return {"num_train_steps": elmo_steps(cfg), "global_batch_size": ELMO_BATCH,
+            "max_seq_length": ELMO_WINDOW, "learning_rate": None, "warmup_steps": None}
+
+
+def _xlnet_predictions(cfg):
+    """As many predictions per sequence as BERT's: 15% of the length."""
+    return {"max_predictions_per_seq": max(1, round(0.15 * cfg.pretrain_seq_length))}
+
+
+@dataclasses.dataclass(frozen=True)
+class Pretraining:
+    """A folder of `<output_dir>/pretrain/`: the `training.pretrain` run the
+    systems start from. `records_from`: the run whose records and
+    vocabulary it reads ("" = it writes its own from the corpus, the same
+    text for all); `flags(cfg)`: its own flags over the shared ones (None:
+    the flag is left out)."""
+
+    name: str
+    model: str
+    ablation: str = ""
+    records_from: str = ""
+    flags: typing.Callable = lambda cfg: {}
+
+
+PRETRAININGS = (
+    Pretraining("bert", "bert", flags=_bert_records),
+    Pretraining("no_nsp", "bert", "no_nsp", records_from="bert", flags=_bert_records),
+    Pretraining("ltr", "bert", "ltr", records_from="bert", flags=_bert_records),
+    Pretraining("gpt", "gpt"),
+    Pretraining("elmo", "elmo", flags=_elmo_budget),
+    Pretraining("xlnet", "xlnet", flags=_xlnet_predictions),
+)
+PRETRAINED = tuple(p.name for p in PRETRAININGS)  # folders of pretrain/
 
 
 def learning_rates(cfg):

@@ -59,7 +59,7 @@ OUTPUT_FILES = ("diagnosis.json", "diagnosis.md")
 
 def variant_system(variant):
     """The table's `System` whose checkpoint the variant starts from."""
-    from training.ablation.table import SYSTEMS
+    from training.ablation.systems import SYSTEMS
 
     name = {"bert_bilstm": "bert", "no_nsp_bilstm": "no_nsp", "random_bilstm": "random",
             "bert_frozen_linear": "bert"}[variant]
@@ -87,7 +87,7 @@ def run_variant(cfg, variant, rate, folder):
     """One fine-tuning run of the variant (unless done); its validation F1."""
     import training.finetune as finetune
     from training.ablation.cells import _finetune_config
-    from training.ablation.table import TASKS
+    from training.ablation.systems import TASKS
     from training.finetuning.recipe import finetune_recipe
 
     summary_path = os.path.join(folder, "summary.json")

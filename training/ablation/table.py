@@ -1,5 +1,5 @@
-"""Table 5 and Table 1 in miniature, the tables themselves: rows, columns, the
-paper's numbers and the directions it reports, and what is made of the
+"""Table 5 and Table 1 in miniature, the tables themselves: the paper's
+numbers and the directions it reports, and what is made of the
 runs' scores (`build_tables`), as text (`format_tables`) and charts
 (`plot_tables`). The statistics are `training.ablation.stats`.
 """
@@ -10,58 +10,8 @@ import os
 from training.ablation.stats import cell_interval
 from training.ablation.stats import paired_difference
 from training.ablation.stats import verdict
-
-
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """One fine-tuning task and the paper's columns it stands in for."""
-
-    name: str
-    label: str
-    kind: str
-    finetune_task: str  # training.finetune's --task
-    paper_column: str  # the paper's column it stands for
-    max_seq_length: int
-    epochs: int
-
-
-TASKS = (
-    Task("topic", "topic", "single sentence, accuracy", "glue/sst2", "SST-2", 64, 3),
-    Task("answer_sentence", "answer sentence", "sentence pair, accuracy", "glue/qnli", "QNLI",
-         96, 3),
-    Task("span_qa", "span QA", "span extraction, SQuAD F1", "squad", "SQuAD", 128, 6),
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class System:
-    """A row: the pretraining it starts from (a folder of
-    `<output_dir>/pretrain/`, "" = random initialization) and how it fine-tunes."""
-
-    name: str
-    label: str
-    checkpoint: str
-    model: str = "bert"
-    ablation: str = ""
-    no_span: str = ""  # why it has no span QA ("" = it has)
-
-
-SYSTEMS = (
-    System("bert", "BERT (MLM + NSP)", "bert"),
-    System("no_nsp", "No NSP", "no_nsp"),
-    System("ltr", "LTR & No NSP", "ltr", ablation="ltr"),
-    System("ltr_bilstm", "+ BiLSTM", "ltr", ablation="ltr_bilstm"),
-    System("bert_features", "BERT feature-based", "bert", ablation="features"),
-    System("gpt", "OpenAI GPT", "gpt", model="gpt",
-           no_span="the GPT paper fine-tunes no span extraction; training.finetune refuses "
-                   "--task=squad with --model=gpt"),
-    System("elmo", "ELMo (features, 1/8 tokens)", "elmo", model="elmo",
-           no_span="ELMo's SQuAD model (BiDAF) is not built here; training.finetune refuses "
-                   "--task=squad with --model=elmo"),
-    System("xlnet", "XLNet", "xlnet", model="xlnet"),
-    System("random", "No pretraining", ""),
-)
-PRETRAINED = ("bert", "no_nsp", "ltr", "gpt", "elmo", "xlnet")  # folders of pretrain/
+from training.ablation.systems import SYSTEMS
+from training.ablation.systems import TASKS
 
 # The BERT paper's Table 5 (dev; accuracy, SQuAD 1.1 F1), from
 # COMPARISON_SYSTEMS.md section 3, in our columns' order.
