@@ -8,7 +8,9 @@ from keras_bert_impl.layers.self_attention import SelfAttention
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 from keras_bert_impl.speed.head_branches import current_head_branch_weights
+from keras_bert_impl.speed.head_branches import encoder_in_head_branches
 from keras_bert_impl.speed.row_branches import current_row_branches
+from keras_bert_impl.speed.row_branches import encoder_in_row_branches
 
 # B=batch, S=sequence, Q=selected positions, H=hidden, I=intermediate
 
@@ -118,7 +120,7 @@ class TransformerEncoder(keras.layers.Layer):
             return self._call(inputs, input_mask, query_positions, training)
         weights = current_head_branch_weights(self)
         if weights is not None:
-            return self._call_in_head_branches(inputs, input_mask, weights)
+            return encoder_in_head_branches(self, inputs, input_mask, weights)
         return self._inference_call(inputs, input_mask, training)
 
     def _inference_call(self, inputs, input_mask, training=None):
@@ -126,7 +128,7 @@ class TransformerEncoder(keras.layers.Layer):
         traced in `traced_in_row_branches`, else as one graph."""
         branches = current_row_branches()
         if branches > 1:
-            return self._call_in_row_branches(inputs, input_mask, branches)
+            return encoder_in_row_branches(self, inputs, input_mask, branches)
         return self._call(inputs, input_mask, None, training)
 
     def _call(self, inputs, input_mask, query_positions=None, training=None):
@@ -149,63 +151,6 @@ class TransformerEncoder(keras.layers.Layer):
         h = self.output_dropout(h, training=training)
         h = self.output_layer_norm(x + h)
         return keras.ops.cast(h, self.compute_dtype)
-
-    def _call_in_head_branches(self, inputs, input_mask, weights):
-        """`call` in inference with each group of heads (and of intermediate
-        columns) a graph branch of its own, joined by the sums of their
-        output projections (`keras_bert_impl.speed.head_branches`)."""
-        batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
-        count = len(weights.query_key_value)
-        h, per = self.hidden_size, self.hidden_size // count
-        inter = self.intermediate_size // count
-
-        def cast(w):
-            return keras.ops.cast(w, self.compute_dtype)
-
-        attention = self.attention
-        x = keras.ops.reshape(cast(inputs), (-1, h))  # (B*S, H)
-        kernel = cast(attention.output_dense.kernel)  # (H, H)
-        parts = []
-        for g in range(count):
-            # keras.ops.add, not `+`: with it grappler fuses the bias (and the
-            # GELU below) into oneDNN's matmul, as in Dense layers; with `+`
-            # neither fused and the GELU ran as separate Neg, Erfc and Mul
-            # ops (tests/test_fused_inference_graph.py).
-            qkv = keras.ops.add(keras.ops.matmul(x, cast(weights.query_key_value[g])),
-                                cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
-            query, key, value = attention.split_heads(qkv, batch, seq,
-                                                      self.num_attention_heads // count)
-            context = attention.context(query, key, value, input_mask)  # (B*S, H / count)
-            parts.append(keras.ops.matmul(context, kernel[g * per:(g + 1) * per]))
-        a = sum(parts[1:], parts[0]) + cast(attention.output_dense.bias)
-        x = self.attention_layer_norm(inputs + keras.ops.reshape(a, (batch, seq, h)))
-        x = cast(x)
-        rows = keras.ops.reshape(x, (-1, h))
-        activation = self.intermediate_dense.activation
-        kernel = cast(self.output_dense.kernel)  # (I, H)
-        parts = [keras.ops.matmul(activation(keras.ops.add(
-            keras.ops.matmul(rows, cast(weights.intermediate[g])),
-            cast(weights.intermediate_bias[g]))), kernel[g * inter:(g + 1) * inter])
-            for g in range(count)]
-        f = sum(parts[1:], parts[0]) + cast(self.output_dense.bias)
-        x = self.output_layer_norm(x + keras.ops.reshape(f, (batch, seq, h)))
-        return cast(x)
-
-    def _call_in_row_branches(self, inputs, input_mask, count):
-        """`call` in inference on `count` slices of the positions, one graph
-        branch each, joined only by attention's keys and values
-        (`keras_bert_impl.speed.row_branches`)."""
-        length = keras.ops.shape(inputs)[1]
-        bounds = [length * b // count for b in range(count + 1)]
-        rows = [inputs[:, bounds[b]:bounds[b + 1]] for b in range(count)]  # (B, S_b, H)
-        projected = [self.attention.project(x) for x in rows]  # (B, N, S_b, D) each
-        key = keras.ops.concatenate([k for _, k, _ in projected], axis=2)  # (B, N, S, D)
-        value = keras.ops.concatenate([v for _, _, v in projected], axis=2)
-        outputs = []
-        for start, x, (query, _, _) in zip(bounds, rows, projected):
-            a = self.attention.attend(query, key, value, input_mask, query_offset=start)
-            outputs.append(self._feed_forward(self.attention_layer_norm(x + a)))
-        return keras.ops.concatenate(outputs, axis=1)  # (B, S, H)
 
     def compute_output_shape(self, inputs_shape, input_mask_shape=None,
                              query_positions_shape=None):

@@ -42,6 +42,7 @@ and Keras calls are unchanged.
 import contextlib
 import threading
 
+import keras
 import tensorflow as tf
 
 HEAD_BRANCH_ROWS = 128
@@ -141,3 +142,45 @@ def in_head_branches_when_short(branches, rows, compute):
             return compute()
 
     return tf.cond(rows < HEAD_BRANCH_ROWS, short, compute)
+
+
+def encoder_in_head_branches(block, inputs, input_mask, weights):
+    """`TransformerEncoder.call` in inference with each group of heads (and
+    of intermediate columns) a graph branch of its own, joined by the sums
+    of their output projections; `block` is the `TransformerEncoder`."""
+    batch, seq = keras.ops.shape(inputs)[0], keras.ops.shape(inputs)[1]
+    count = len(weights.query_key_value)
+    h, per = block.hidden_size, block.hidden_size // count
+    inter = block.intermediate_size // count
+
+    def cast(w):
+        return keras.ops.cast(w, block.compute_dtype)
+
+    attention = block.attention
+    x = keras.ops.reshape(cast(inputs), (-1, h))  # (B*S, H)
+    kernel = cast(attention.output_dense.kernel)  # (H, H)
+    parts = []
+    for g in range(count):
+        # keras.ops.add, not `+`: with it grappler fuses the bias (and the
+        # GELU below) into oneDNN's matmul, as in Dense layers; with `+`
+        # neither fused and the GELU ran as separate Neg, Erfc and Mul
+        # ops (tests/test_fused_inference_graph.py).
+        qkv = keras.ops.add(keras.ops.matmul(x, cast(weights.query_key_value[g])),
+                            cast(weights.query_key_value_bias[g]))  # (B*S, 3H / count)
+        query, key, value = attention.split_heads(qkv, batch, seq,
+                                                  block.num_attention_heads // count)
+        context = attention.context(query, key, value, input_mask)  # (B*S, H / count)
+        parts.append(keras.ops.matmul(context, kernel[g * per:(g + 1) * per]))
+    a = sum(parts[1:], parts[0]) + cast(attention.output_dense.bias)
+    x = block.attention_layer_norm(inputs + keras.ops.reshape(a, (batch, seq, h)))
+    x = cast(x)
+    rows = keras.ops.reshape(x, (-1, h))
+    activation = block.intermediate_dense.activation
+    kernel = cast(block.output_dense.kernel)  # (I, H)
+    parts = [keras.ops.matmul(activation(keras.ops.add(
+        keras.ops.matmul(rows, cast(weights.intermediate[g])),
+        cast(weights.intermediate_bias[g]))), kernel[g * inter:(g + 1) * inter])
+        for g in range(count)]
+    f = sum(parts[1:], parts[0]) + cast(block.output_dense.bias)
+    x = block.output_layer_norm(x + keras.ops.reshape(f, (batch, seq, h)))
+    return cast(x)

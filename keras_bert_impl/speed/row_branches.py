@@ -25,6 +25,8 @@ signatures so (`keras_bert_impl.bert.bert_serving.export_saved_model`'s
 import contextlib
 import threading
 
+import keras
+
 _STATE = threading.local()
 
 
@@ -45,3 +47,21 @@ def traced_in_row_branches(count):
 def current_row_branches():
     """The `traced_in_row_branches` count in force on this thread (1 outside one)."""
     return getattr(_STATE, "count", 1)
+
+
+def encoder_in_row_branches(block, inputs, input_mask, count):
+    """`TransformerEncoder.call` in inference on `count` slices of the
+    positions, one graph branch each, joined only by attention's keys and
+    values; `block` is the `TransformerEncoder` (its `_feed_forward` is the
+    second sublayer)."""
+    length = keras.ops.shape(inputs)[1]
+    bounds = [length * b // count for b in range(count + 1)]
+    rows = [inputs[:, bounds[b]:bounds[b + 1]] for b in range(count)]  # (B, S_b, H)
+    projected = [block.attention.project(x) for x in rows]  # (B, N, S_b, D) each
+    key = keras.ops.concatenate([k for _, k, _ in projected], axis=2)  # (B, N, S, D)
+    value = keras.ops.concatenate([v for _, _, v in projected], axis=2)
+    outputs = []
+    for start, x, (query, _, _) in zip(bounds, rows, projected):
+        a = block.attention.attend(query, key, value, input_mask, query_offset=start)
+        outputs.append(block._feed_forward(block.attention_layer_norm(x + a)))
+    return keras.ops.concatenate(outputs, axis=1)  # (B, S, H)
