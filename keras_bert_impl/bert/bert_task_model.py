@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_backbone import check_inputs
 
@@ -43,7 +43,7 @@ def head_initializer(backbone):
     return keras.initializers.TruncatedNormal(stddev=backbone.bert_config.initializer_range)
 
 
-class BertTaskModel(KerasStrategyFixes, keras.Model):
+class BertTaskModel(TaskModel):
     """A backbone plus a small task layer, as a functional Keras model.
 
     Subclasses build the graph in `__init__` and keep their constructor
@@ -84,20 +84,3 @@ class BertTaskModel(KerasStrategyFixes, keras.Model):
         check_inputs(inputs, self.backbone.bert_config)
         return super().call(inputs, training=training, mask=mask)
 
-    def compile_from_config(self, config):
-        # Keras declines (with a warning) when `compile` is overridden; ours
-        # only adds defaults, so replaying the saved arguments is right.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                **{name: getattr(self, name) for name in self.config_names}}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)

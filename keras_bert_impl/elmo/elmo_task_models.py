@@ -36,8 +36,7 @@ Inputs are ELMo character ids of whole words (`batch_char_ids`: each row
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.base.saved_compile import compile_from_saved_config
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
@@ -188,7 +187,7 @@ def _char_ids_input(backbone, rank):
     return {INPUT_NAME: keras.Input(shape=shape, dtype="int32", name=INPUT_NAME)}
 
 
-class ElmoTaskModel(KerasStrategyFixes, keras.Model):
+class ElmoTaskModel(TaskModel):
     """A frozen `ElmoBackbone`, a `ScalarMix` and a BiLSTM task network.
 
     Subclasses build the graph in `__init__` (the shared part with
@@ -230,20 +229,6 @@ class ElmoTaskModel(KerasStrategyFixes, keras.Model):
         _check_char_ids(inputs, len(self.input[INPUT_NAME].shape),
                         self.backbone.max_characters_per_token)
         return super().call(inputs, training=training, mask=mask)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                **{name: getattr(self, name) for name in self.config_names}}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
 
 
 def _check_char_ids(inputs, rank, max_chars):

@@ -26,8 +26,7 @@ loss is exactly the task loss. The logs show the unweighted L1 as `lm_loss`.
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.base.saved_compile import compile_from_saved_config
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
@@ -192,7 +191,7 @@ class GptAuxiliaryLmLoss(keras.layers.Layer):
         return {**super().get_config(), "lm_coef": self.lm_coef}
 
 
-class GptTaskModel(KerasStrategyFixes, keras.Model):
+class GptTaskModel(TaskModel):
     """A `GptBackbone` plus a small task layer, as a functional Keras model.
 
     Subclasses build the graph in `__init__` and keep their constructor
@@ -223,20 +222,6 @@ class GptTaskModel(KerasStrategyFixes, keras.Model):
         else:
             _check_choice_inputs(inputs)
         return super().call(inputs, training=training, mask=mask)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                **{name: getattr(self, name) for name in self.config_names}}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
 
 
 def _check_choice_inputs(inputs):

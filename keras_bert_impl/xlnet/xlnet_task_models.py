@@ -30,8 +30,7 @@ SavedModel takes int32 ids only, as BERT's.
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
-from keras_bert_impl.base.saved_compile import compile_from_saved_config
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
@@ -162,7 +161,7 @@ class _UnfoldChoices(keras.layers.Layer):
         return tuple(like_shape[:2])
 
 
-class XLNetTaskModel(KerasStrategyFixes, keras.Model):
+class XLNetTaskModel(TaskModel):
     """An `XLNetBackbone` plus a small task layer, as a functional Keras model.
 
     Subclasses build the graph in `__init__` and keep their constructor
@@ -187,20 +186,6 @@ class XLNetTaskModel(KerasStrategyFixes, keras.Model):
                                  f"Received shape={tuple(inputs[name].shape)}.")
         # The backbone checks dtypes, shapes, id ranges and the 0/1 mask.
         return super().call(inputs, training=training, mask=mask)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                **{name: getattr(self, name) for name in self.config_names}}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
