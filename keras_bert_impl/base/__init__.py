@@ -1,9 +1,12 @@
 """What every model family shares, and no family owns (in the spirit of
-keras-hub's `models/backbone.py` and `models/task.py`): the checks of
-`(B, S)` integer inputs (`sequence_checks`), re-compiling a loaded `.keras`
-model (`saved_compile`), the sentence(-pair) classifiers' loss and metrics
+keras-hub's `Backbone` and `Task`): the configs' round trip
+(`model_config`), the checks of `(B, S)` integer inputs and of positions
+(`sequence_checks`), re-compiling a loaded `.keras` model
+(`saved_compile`), the sentence(-pair) classifiers' loss and metrics
 (`classifier_defaults`), the task models' `.keras` round trip
-(`task_model`) and the fixes of Keras' problems under distribution
-strategies (`strategy_fixes`). It imports no family: BERT (`models/`,
-`layers/`), GPT, ELMo and XLNet import it.
+(`task_model`), the fixes of Keras' problems under distribution strategies
+(`strategy_fixes`), SavedModel saving and request checks (`saved_model`,
+`serving_checks`), atomic JSON files (`json_files`) and names kept at an
+old path (`lazy_names`). It imports no family: BERT, GPT, ELMo and XLNet
+import it.
 """

@@ -8,8 +8,7 @@ released beside it.
 
 import dataclasses
 
-from keras_bert_impl.base.json_files import read_json_file
-from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.base.model_config import ModelConfig
 
 HIDDEN_ACTS = ("gelu", "gelu_tanh", "relu")
 
@@ -24,7 +23,7 @@ _HF_HIDDEN_ACTS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class BertConfig:
+class BertConfig(ModelConfig):
     """Hyper-parameters of a BERT backbone; the original config keys.
 
     Args:
@@ -97,19 +96,8 @@ class BertConfig:
     MAX_LENGTH_FIELD = "max_position_embeddings"
 
     @property
-    def max_length(self):
-        return self.max_position_embeddings
-
-    @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
-
-    def replace(self, **changes):
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values, source="config"):
@@ -160,15 +148,6 @@ class BertConfig:
             pad_token_id=0,
         )
         return values
-
-    @classmethod
-    def from_json_file(cls, path):
-        """Loads an original Google `bert_config.json`."""
-        return cls.from_dict(read_json_file(path), source=str(path))
-
-    def to_json_file(self, path):
-        """Writes `bert_config.json` atomically (temp file, then rename)."""
-        write_json_atomic(path, self.to_dict())
 
 
 def _preset(num_hidden_layers, hidden_size, num_attention_heads):

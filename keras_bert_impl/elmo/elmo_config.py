@@ -11,6 +11,7 @@ import dataclasses
 
 from keras_bert_impl.base.json_files import read_json_file
 from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.base.model_config import ModelConfig
 
 # The activation after each char CNN filter's max-over-time. (The highway
 # layers always use relu, whatever this says: bilm-tf's `high()` does.)
@@ -40,7 +41,7 @@ def _positive_int(name, value):
 
 
 @dataclasses.dataclass(frozen=True)
-class ElmoConfig:
+class ElmoConfig(ModelConfig):
     """Hyper-parameters of an ELMo biLM (Peters et al. 2018), as bilm-tf.
 
     Args:
@@ -161,10 +162,6 @@ class ElmoConfig:
     def uses_cnn_projection(self):
         """True when the char CNN output (F) is projected to P."""
         return self.num_filters != self.projection_dim
-
-    def replace(self, **changes):
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
 
     def to_dict(self):
         """Plain, JSON-ready fields (filters as lists)."""

@@ -7,8 +7,7 @@ original `finetune-transformer-lm` code uses the same `n_embd`, `n_head`,
 
 import dataclasses
 
-from keras_bert_impl.base.json_files import read_json_file
-from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.base.model_config import ModelConfig
 
 # The activations of Hugging Face's openai-gpt code. Its "gelu" is the tanh
 # approximation (the original GPT code computes that form too), not BERT's
@@ -32,7 +31,7 @@ FINE_TUNING_TOKENS = ("_start_", "_delimiter_", "_classify_")
 
 
 @dataclasses.dataclass(frozen=True)
-class GptConfig:
+class GptConfig(ModelConfig):
     """Hyper-parameters of an OpenAI GPT backbone (Radford et al. 2018).
 
     Args:
@@ -85,19 +84,8 @@ class GptConfig:
     MAX_LENGTH_FIELD = "n_positions"
 
     @property
-    def max_length(self):
-        return self.n_positions
-
-    @property
     def intermediate_size(self):
         return 4 * self.n_embd
-
-    def replace(self, **changes):
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values, source="config"):
@@ -123,14 +111,7 @@ class GptConfig:
         values.update(model_type="openai-gpt", architectures=["OpenAIGPTLMHeadModel"])
         return values
 
-    @classmethod
-    def from_json_file(cls, path):
-        """Loads a Hugging Face openai-gpt `config.json`."""
-        return cls.from_dict(read_json_file(path), source=str(path))
-
-    def to_json_file(self, path):
-        """Writes the Hugging Face `config.json` atomically."""
-        write_json_atomic(path, self.to_hf_dict())
+    to_file_dict = to_hf_dict  # the Hugging Face `config.json`, as released
 
 
 GPT_PRESETS = {

@@ -8,8 +8,7 @@ loads without translation.
 
 import dataclasses
 
-from keras_bert_impl.base.json_files import read_json_file
-from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.base.model_config import ModelConfig
 
 # `ff_activation` -> our activation name. transformers' "gelu" is the exact
 # x * Phi(x), and the released configs say "gelu", so that is what "gelu"
@@ -38,7 +37,7 @@ def _positive_int(name, value):
 
 
 @dataclasses.dataclass(frozen=True)
-class XLNetConfig:
+class XLNetConfig(ModelConfig):
     """Hyper-parameters of an XLNet backbone (Yang et al. 2019).
 
     Defaults are transformers' `XLNetConfig` defaults (XLNet-Large's
@@ -127,19 +126,11 @@ class XLNetConfig:
     # Relative positions: any length fits
     # (`keras_bert_impl.base.sequence_checks.check_fits_positions`).
     MAX_LENGTH_FIELD = None
-    max_length = None
 
     @property
     def uses_memory(self):
         """True when the backbone takes `mems` and returns `new_mems`."""
         return bool(self.mem_len)
-
-    def replace(self, **changes):
-        """A copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values, source="config"):
@@ -168,14 +159,7 @@ class XLNetConfig:
         values.update(model_type="xlnet", architectures=["XLNetLMHeadModel"])
         return values
 
-    @classmethod
-    def from_json_file(cls, path):
-        """Loads a Hugging Face xlnet `config.json`."""
-        return cls.from_dict(read_json_file(path), source=str(path))
-
-    def to_json_file(self, path):
-        """Writes the Hugging Face `config.json` atomically."""
-        write_json_atomic(path, self.to_hf_dict())
+    to_file_dict = to_hf_dict  # the Hugging Face `config.json`, as released
 
 
 XLNET_PRESETS = {
