@@ -29,6 +29,9 @@ import dataclasses
 
 import numpy as np
 
+from keras_bert_impl.tokenizers.pairs import check_same_count
+from keras_bert_impl.tokenizers.pairs import count_choices
+
 # B=examples, C=choices (2 for similarity), S=max_seq_length
 
 
@@ -153,7 +156,7 @@ def entailment_inputs(premises, hypotheses, special, max_seq_length):
     >>> entailment_inputs([[5]], [[6, 7]], FineTuningIds(10, 11, 12), 7)["input_word_ids"]
     array([[10,  5, 11,  6,  7, 12,  0]], dtype=int32)
     """
-    _check_same_count(premises, hypotheses, "premises", "hypotheses")
+    check_same_count(premises, hypotheses, "premises", "hypotheses")
     rows = [pack_pair(p, h, special, max_seq_length) for p, h in zip(premises, hypotheses)]
     return _padded(rows, (len(rows), max_seq_length))
 
@@ -179,7 +182,7 @@ def similarity_inputs(texts_a, texts_b, special, max_seq_length):
     array([[[10,  5, 11,  6,  7, 12],
             [10,  6,  7, 11,  5, 12]]], dtype=int32)
     """
-    _check_same_count(texts_a, texts_b, "texts_a", "texts_b")
+    check_same_count(texts_a, texts_b, "texts_a", "texts_b")
     rows = []
     for a, b in zip(texts_a, texts_b):
         rows += [pack_pair(a, b, special, max_seq_length), pack_pair(b, a, special, max_seq_length)]
@@ -206,20 +209,7 @@ def multiple_choice_inputs(contexts, choices, special, max_seq_length):
     >>> x["input_word_ids"].tolist()
     [[[10, 5, 11, 6, 12, 0], [10, 5, 11, 7, 8, 12]]]
     """
-    _check_same_count(contexts, choices, "contexts", "choices")
-    counts = {len(c) for c in choices}
-    if len(counts) > 1 or 0 in counts:
-        raise ValueError(
-            "Every example needs the same number (>= 1) of choices. "
-            f"Received choice counts {sorted(counts)}.")
-    num_choices = counts.pop() if counts else 1
+    num_choices = count_choices(contexts, choices)
     rows = [pack_pair(context, choice, special, max_seq_length)
             for context, example_choices in zip(contexts, choices) for choice in example_choices]
     return _padded(rows, (len(contexts), num_choices, max_seq_length))
-
-
-def _check_same_count(first, second, first_name, second_name):
-    if len(first) != len(second):
-        raise ValueError(
-            f"`{first_name}` and `{second_name}` must have one entry per example. "
-            f"Received {len(first)} and {len(second)}.")

@@ -42,6 +42,8 @@ import dataclasses
 
 import numpy as np
 
+from keras_bert_impl.tokenizers.pairs import check_same_count
+from keras_bert_impl.tokenizers.pairs import count_choices
 from keras_bert_impl.tokenizers.pairs import truncate_seq_pair
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_A
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_B
@@ -185,7 +187,7 @@ def text_inputs(texts_a, texts_b, special, max_seq_length):
     """
     if texts_b is None:
         texts_b = [None] * len(texts_a)
-    _check_same_count(texts_a, texts_b, "texts_a", "texts_b")
+    check_same_count(texts_a, texts_b, "texts_a", "texts_b")
     rows = [pack_example(a, b, special, max_seq_length) for a, b in zip(texts_a, texts_b)]
     return left_pad(rows, max_seq_length, special.pad)
 
@@ -210,13 +212,7 @@ def multiple_choice_inputs(contexts, choices, special, max_seq_length):
     >>> x["input_word_ids"].tolist()
     [[[5, 10, 4, 20, 4, 3], [10, 4, 21, 22, 4, 3]]]
     """
-    _check_same_count(contexts, choices, "contexts", "choices")
-    counts = {len(c) for c in choices}
-    if len(counts) > 1 or 0 in counts:
-        raise ValueError(
-            "Every example needs the same number (>= 1) of choices. "
-            f"Received choice counts {sorted(counts)}.")
-    num_choices = counts.pop() if counts else 1
+    num_choices = count_choices(contexts, choices)
     rows = [pack_example(context, choice, special, max_seq_length)
             for context, example_choices in zip(contexts, choices) for choice in example_choices]
     return left_pad(rows, max_seq_length, special.pad,
@@ -283,10 +279,3 @@ def from_bert_layout(x, special):
     }
     inputs = {k: v.astype(np.int32).reshape(shape) for k, v in inputs.items()}
     return inputs, source.reshape(shape)
-
-
-def _check_same_count(first, second, first_name, second_name):
-    if len(first) != len(second):
-        raise ValueError(
-            f"`{first_name}` and `{second_name}` must have one entry per example. "
-            f"Received {len(first)} and {len(second)}.")
