@@ -4,6 +4,7 @@ import contextlib
 import os
 import re
 import time
+from typing import NamedTuple
 
 import keras
 import numpy as np
@@ -32,8 +33,11 @@ def assert_config_round_trip(layer):
     return rebuilt
 
 
-def assert_keras_save_load_equal(model, inputs, tmp_path):
-    """`.keras` with safe_mode on reloads to identical outputs."""
+def _keras_save_load_outputs(model, inputs, tmp_path):
+    """`model` saved to `.keras` and reloaded with safe_mode on; the loaded
+    model and `model`'s outputs, after checking the loaded model's are
+    identical. Saved before either is called: a stateful model (ELMo's
+    kept states, XLNet's memory) starts both calls from the same state."""
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
@@ -41,7 +45,67 @@ def assert_keras_save_load_equal(model, inputs, tmp_path):
     b = loaded(inputs, training=False)
     for x, y in zip(keras.tree.flatten(a), keras.tree.flatten(b)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-    return loaded
+    return loaded, a
+
+
+def assert_keras_save_load_equal(model, inputs, tmp_path):
+    """`.keras` with safe_mode on reloads to identical outputs."""
+    return _keras_save_load_outputs(model, inputs, tmp_path)[0]
+
+
+def assert_output_shapes(outputs, expected_output_shape):
+    """`outputs` have `expected_output_shape`: a tuple for a single output;
+    a dict names the outputs it checks, each by its shape."""
+    if isinstance(expected_output_shape, dict):
+        shapes = {name: tuple(outputs[name].shape) for name in expected_output_shape}
+        assert shapes == expected_output_shape, shapes
+    else:
+        assert tuple(outputs.shape) == expected_output_shape, outputs.shape
+
+
+class Checked(NamedTuple):
+    """What `run_backbone_test` and `run_task_test` leave for the test's
+    own checks: the model's outputs, the model rebuilt from its config, and
+    the model loaded from its `.keras` file (None without `tmp_path`)."""
+
+    outputs: object
+    rebuilt: keras.Model
+    loaded: keras.Model | None
+
+
+def run_backbone_test(backbone, input_data, expected_output_shape, tmp_path=None):
+    """The checks every backbone gets, after keras-hub's
+    `TestCase.run_backbone_test`, on a model the test built (its weights
+    random, set or loaded): inference on `input_data` gives
+    `expected_output_shape` (`assert_output_shapes`); `get_config` rebuilds
+    the same class with an equal config; with `tmp_path`, the `.keras` file
+    reloads as the same class to identical outputs."""
+    if tmp_path is None:
+        loaded, outputs = None, backbone(input_data, training=False)
+    else:
+        loaded, outputs = _keras_save_load_outputs(backbone, input_data, tmp_path)
+        assert type(loaded) is type(backbone)
+    assert_output_shapes(outputs, expected_output_shape)
+    rebuilt = assert_config_round_trip(backbone)
+    assert type(rebuilt) is type(backbone)
+    return Checked(outputs, rebuilt, loaded)
+
+
+def run_task_test(model, input_data, expected_output_shape, tmp_path=None):
+    """`run_backbone_test`'s checks for a task model (or a pretrainer), after
+    keras-hub's `TestCase.run_task_test`, and: every output is float32 (task
+    logits stay float32 under mixed precision too), and the rebuilt and the loaded
+    model keep the constructor's arguments besides the backbone
+    (`TaskModel.config_names`)."""
+    checked = run_backbone_test(model, input_data, expected_output_shape, tmp_path)
+    for output in keras.tree.flatten(checked.outputs):
+        assert keras.backend.standardize_dtype(output.dtype) == "float32", output.dtype
+    names = getattr(model, "config_names", ())
+    arguments = {name: getattr(model, name) for name in names}
+    for other in (checked.rebuilt, checked.loaded):
+        if other is not None:
+            assert {name: getattr(other, name) for name in names} == arguments
+    return checked
 
 
 def write_docstring_corpus(path, modules, documents, max_sentences, seed=0):

@@ -239,7 +239,7 @@ def _saved_run(a, out, checkpoint=True):
     """A run folder whose run_config.json says --max_seq_length=64, with a
     saved checkpoint (`checkpoint`) or none (a run refused or stopped before it)."""
     from training.pretrain import PretrainConfig
-    from training.pretrain import _check_run_config
+    from training.pretraining.run_config import check_run_config as _check_run_config
 
     os.makedirs(out)
     _check_run_config(PretrainConfig(input=a.corpus, output_dir=out, max_seq_length=64,

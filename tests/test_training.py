@@ -416,6 +416,7 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
     import training.run.distribution
     from training import pretrain
     from training.pretraining.config import HELP
+    from training.pretraining.run_config import unset_mixed_precision
     from training.run.config_flags import define_flags
     from training.run.config_flags import from_flags
 
@@ -435,7 +436,7 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
         for (model, strategy, tpu), expected in cases.items():
             cfg = pretrain.PretrainConfig(model=model, strategy=strategy, tpu=tpu,
                                           output_dir=str(tmp_path / "new"))
-            assert pretrain._unset_mixed_precision(cfg) is expected, (model, strategy, tpu)
+            assert unset_mixed_precision(cfg) is expected, (model, strategy, tpu)
     monkeypatch.setattr(training.run.distribution, "cpu_bfloat16", lambda: True)
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
@@ -443,7 +444,7 @@ def test_mixed_precision_not_given_is_bfloat16_for_bert_on_a_bfloat16_cpu(tmp_pa
     for saved in (False, True):
         (run / "run_config.json").write_text(json.dumps({"mixed_precision": saved}))
         cfg = pretrain.PretrainConfig(output_dir=str(run))
-        assert pretrain._unset_mixed_precision(cfg) is saved
+        assert unset_mixed_precision(cfg) is saved
 
 
 @pytest.mark.slow

@@ -1,11 +1,7 @@
-"""XLNet fine-tuning: input layouts, task models against transformers, the entry point.
-
-Over 400 lines: XLNet's side of fine-tuning, in one file as
-`training/xlnet/finetune.py` is (layouts, task models, tasks, the entry point);
-the sections share the module-scoped `tokenizer` (the test spiece.model), and
-the entry point's tests the module-scoped `tiny_keras` (a 1-layer XLNet, saved
-once).
-"""
+"""XLNet's fine-tuning tasks and entry point (`training/xlnet/finetune.py`):
+SQuAD windows and decoding, NER rows, length-grouped batches, each task end
+to end (the module-scoped `tiny_keras`, a 1-layer XLNet saved once), the
+flags it refuses and the defaults it fills."""
 
 import csv
 import json
@@ -17,58 +13,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from forked_python import run_python
-from helpers import assert_config_round_trip
-from helpers import assert_keras_save_load_equal
+from xlnet_finetune_cases import DATA
+from xlnet_finetune_cases import GOLDENS
+from xlnet_finetune_cases import PARITY
+from xlnet_finetune_cases import SPECIAL
+from xlnet_finetune_cases import SPM
+from xlnet_finetune_cases import spm_tokenizer  # noqa: F401 (the `tokenizer` fixture)
 
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
-from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_checkpoint
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
-from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
-from keras_bert_impl.xlnet.xlnet_inputs import from_bert_layout
-from keras_bert_impl.xlnet.xlnet_inputs import left_pad
-from keras_bert_impl.xlnet.xlnet_inputs import multiple_choice_inputs
-from keras_bert_impl.xlnet.xlnet_inputs import pack_example
 from keras_bert_impl.xlnet.xlnet_inputs import text_inputs
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
-from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
-from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
-from keras_bert_impl.xlnet.xlnet_task_models import XLNetSequenceSummary
-from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
-from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
 from training.finetune import FinetuneConfig
 from training.finetune import run
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DATA = os.path.join(HERE, "data")
-GOLDENS = os.path.join(HERE, "goldens")
-# XLNet's SentencePiece model (4,000 pieces, <cls>=3 <sep>=4 <pad>=5), see
-# make_xlnet_tokenizer_goldens.py.
-SPM = os.path.join(GOLDENS, "xlnet_spm", "spiece.model")
-# transformers' layouts on that model (make_xlnet_layout_goldens.py).
-LAYOUTS = os.path.join(GOLDENS, "xlnet_layout_goldens.json")
-# A random transformers XLNet (vocab 99, d_model 10, 2 heads of 5, d_inner
-# 23, 2 layers) and its task heads' weights and outputs
-# (make_xlnet_task_parity.py).
-PARITY = os.path.join(GOLDENS, "xlnet_task_parity")
-SPECIAL = XLNetSpecialIds(sep=4, cls=3, pad=5)
-NAMES = ("input_word_ids", "input_type_ids", "input_mask")
-TOLERANCE = 1e-4
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return XLNetTokenizer(SPM)
-
-
-@pytest.fixture(scope="module")
-def parity():
-    return dict(np.load(os.path.join(PARITY, "heads.npz")))
-
-
-@pytest.fixture
-def backbone():
-    return load_xlnet_checkpoint(PARITY)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -79,259 +38,6 @@ def tiny_keras(tmp_path_factory):
     XLNetBackbone.from_config_object(config).save(path)
     keras.backend.clear_session(free_memory=False)
     return path
-
-
-def _rows(rng, count, length, low=1, high=6):
-    return [rng.integers(9, 99, rng.integers(low, high)).tolist() for _ in range(count)][:length]
-
-
-# --- Layouts ---------------------------------------------------------------------------------
-
-
-def test_layouts_are_transformers_xlnet_tokenizers(tokenizer):
-    """Each golden case: transformers' ids packed by our code equal transformers'
-    packed row (`<cls>` last, left padding, segments, truncation), padding
-    segment 4 where transformers writes 3; our tokenizer gives its ids."""
-    golden = json.load(open(LAYOUTS, encoding="utf-8"))
-    assert golden["special_ids"] == {"sep": 4, "cls": 3, "pad": 5}
-    assert XLNetSpecialIds.of(tokenizer) == SPECIAL
-    for case in golden["cases"]:
-        length = case["max_length"]
-        x = text_inputs([case["ids_a"]], None if case["ids_b"] is None else [case["ids_b"]],
-                        SPECIAL, length)
-        real = np.asarray(case["attention_mask"])
-        np.testing.assert_array_equal(x["input_word_ids"][0], case["input_ids"], str(case))
-        np.testing.assert_array_equal(x["input_mask"][0], 1 - real)
-        np.testing.assert_array_equal(x["input_type_ids"][0],
-                                      np.where(real == 1, case["token_type_ids"], 4))
-        assert (np.asarray(case["token_type_ids"])[real == 0] == 3).all()
-        assert case["input_ids"][-1] == SPECIAL.cls  # <cls> last even when cut
-        assert tokenizer.encode(case["text_a"]) == case["ids_a"]
-        if case["text_b"] is not None:
-            assert tokenizer.encode(case["text_b"]) == case["ids_b"]
-        # The tokenizer's own packing (`XLNetTokenizer.__call__`) agrees.
-        packed = tokenizer(case["text_a"], case["text_b"], max_length=length)
-        for name in NAMES:
-            np.testing.assert_array_equal(packed[name], x[name], name)
-
-
-def test_readers_bert_layout_moves_into_xlnets(tokenizer):
-    """GLUE's reader (BERT's layout, truncation and all) + `from_bert_layout`
-    gives transformers' rows too; an empty B is a single text there, as the
-    original `classifier_utils` (`if example.text_b`)."""
-    from training.tasks import glue
-    from training.xlnet.finetune import _XLNetPieces
-
-    golden = json.load(open(LAYOUTS, encoding="utf-8"))
-    for case in golden["cases"]:
-        example = glue.InputExample("g-1", case["text_a"], case["text_b"], None)
-        bert = glue.encode_examples([example], _XLNetPieces(tokenizer), ("0",),
-                                    case["max_length"]).x
-        x, source = from_bert_layout(bert, SPECIAL)
-        if case["text_b"] == "":
-            expected = text_inputs([case["ids_a"]], None, SPECIAL, case["max_length"])
-            np.testing.assert_array_equal(x["input_word_ids"], expected["input_word_ids"])
-            continue
-        np.testing.assert_array_equal(x["input_word_ids"][0], case["input_ids"])
-        np.testing.assert_array_equal(x["input_mask"][0], 1 - np.asarray(case["attention_mask"]))
-        # `source` says where each token came from.
-        np.testing.assert_array_equal(
-            np.take_along_axis(bert["input_word_ids"], source, -1)[x["input_mask"] == 0],
-            x["input_word_ids"][x["input_mask"] == 0])
-
-
-def test_layout_details_and_per_position_arrays():
-    rng = np.random.default_rng(0)
-    x = multiple_choice_inputs(_rows(rng, 2, 2), [_rows(rng, 3, 3), _rows(rng, 3, 3)],
-                               SPECIAL, 9)
-    assert x["input_word_ids"].shape == (2, 3, 9)
-    assert {v.dtype for v in x.values()} == {np.dtype("int32")}
-    assert (x["input_word_ids"][..., -1] == SPECIAL.cls).all()
-    assert (x["input_type_ids"][..., -1] == 2).all()
-    # Padding only on the left: the mask never goes 0 -> 1.
-    assert (np.diff(x["input_mask"], axis=-1) <= 0).all()
-    assert ((x["input_word_ids"] == SPECIAL.pad) == (x["input_mask"] == 1)).all()
-    # BERT rows of every length; a per-position array of labels follows its tokens.
-    lengths = np.array([2, 5, 9, 3])
-    bert = {"input_word_ids": rng.integers(9, 99, (4, 9)),
-            "input_type_ids": (np.arange(9)[None] >= lengths[:, None] // 2).astype(int),
-            "input_mask": (np.arange(9)[None] < lengths[:, None]).astype(int)}
-    bert["input_word_ids"][:, 0] = SPECIAL.cls
-    labels = bert["input_word_ids"] * 10  # a label tied to each token
-    out, source = from_bert_layout(bert, SPECIAL)
-    moved = np.take_along_axis(labels, source, -1)
-    for row, n in enumerate(lengths):
-        tokens = bert["input_word_ids"][row]
-        expected = [SPECIAL.pad] * (9 - n) + tokens[1:n].tolist() + [tokens[0]]
-        assert out["input_word_ids"][row].tolist() == expected
-        assert out["input_mask"][row].tolist() == [1] * (9 - n) + [0] * n
-        real = out["input_mask"][row] == 0
-        np.testing.assert_array_equal(moved[row][real], 10 * out["input_word_ids"][row][real])
-        assert out["input_type_ids"][row, -1] == 2 and (out["input_type_ids"][row, :9 - n] == 4).all()
-
-
-def test_layout_errors():
-    with pytest.raises(ValueError, match="max_seq_length"):
-        pack_example([1], [2], SPECIAL, 3)
-    with pytest.raises(ValueError, match="integer token ids"):
-        pack_example(["a"], None, SPECIAL, 8)
-    with pytest.raises(ValueError, match="same number"):
-        multiple_choice_inputs([[1], [2]], [[[3], [4]], [[5]]], SPECIAL, 8)
-    with pytest.raises(ValueError, match="three different"):
-        XLNetSpecialIds(4, 4, 5)
-    with pytest.raises(ValueError, match="1 to max_seq_length"):
-        left_pad([([1, 2, 3], [0, 0, 2])], 2, 5)
-    with pytest.raises(ValueError, match="BERT's layout"):
-        from_bert_layout({"input_word_ids": np.ones((1, 4)), "input_type_ids": np.zeros((1, 4)),
-                          "input_mask": np.array([[0, 1, 1, 1]])}, SPECIAL)
-
-
-# --- Task models -----------------------------------------------------------------------------
-
-
-def _set_summary(model, parity, head):
-    summary = model.sequence_summary.summary
-    summary.kernel.assign(parity[f"{head}/sequence_summary.summary.weight"].T)
-    summary.bias.assign(parity[f"{head}/sequence_summary.summary.bias"])
-    model.output_dense.kernel.assign(parity[f"{head}/logits_proj.weight"].T)
-    model.output_dense.bias.assign(parity[f"{head}/logits_proj.bias"])
-
-
-def test_heads_match_transformers(backbone, parity):
-    """XLNetFor{SequenceClassification, MultipleChoice, TokenClassification,
-    QuestionAnsweringSimple} on a left-padded batch, eval mode."""
-    x = {name: parity[name] for name in NAMES}
-    choices = {name: parity["choice_" + name] for name in NAMES}
-    real = x["input_mask"] == 0
-    errors = {}
-    model = XLNetClassifier(backbone, 3)
-    _set_summary(model, parity, "classifier")
-    errors["classifier"] = np.abs(np.asarray(model(x)) - parity["classifier/logits"]).max()
-    model = XLNetClassifier(backbone, 1)
-    _set_summary(model, parity, "regressor")
-    errors["regressor"] = np.abs(np.asarray(model(x)) - parity["regressor/logits"][:, 0]).max()
-    model = XLNetMultipleChoice(backbone)
-    _set_summary(model, parity, "multiple_choice")
-    errors["multiple_choice"] = np.abs(
-        np.asarray(model(choices)) - parity["multiple_choice/logits"]).max()
-    model = XLNetTokenTagger(backbone, 5)
-    model.output_dense.kernel.assign(parity["tagger/classifier.weight"].T)
-    model.output_dense.bias.assign(parity["tagger/classifier.bias"])
-    errors["tagger"] = np.abs(np.asarray(model(x)) - parity["tagger/logits"])[real].max()
-    model = XLNetQuestionAnswerer(backbone)
-    model.span_dense.kernel.assign(parity["span/qa_outputs.weight"].T)
-    model.span_dense.bias.assign(parity["span/qa_outputs.bias"])
-    out = keras.tree.map_structure(np.asarray, model(x))
-    for name in ("start_logits", "end_logits"):
-        errors[name] = np.abs(out[name] - parity[f"span/{name}"])[real].max()
-        assert (out[name][~real] == -1e30).all()  # padding masked out
-    print({k: f"{v:.2e}" for k, v in errors.items()})
-    assert max(errors.values()) <= TOLERANCE
-    # The logits differ from row to row: the comparison reads every row.
-    assert np.ptp(parity["classifier/logits"], axis=0).min() > 1e-2
-
-
-def test_padding_choices_change_nothing_at_real_positions(backbone, parity):
-    """transformers pads segments with 3, we with 4, the original pads ids with
-    0 where we use <pad>; more left padding shifts every real token: the
-    real positions' outputs stay the same (relative attention, masked padding)."""
-    x = {name: parity[name] for name in NAMES}
-    real = x["input_mask"] == 0
-    tagger = XLNetTokenTagger(backbone, 5)
-    tagger.output_dense.kernel.assign(parity["tagger/classifier.weight"].T)
-    classifier = XLNetClassifier(backbone, 3)
-    _set_summary(classifier, parity, "classifier")  # order-one logits
-    reference = np.asarray(tagger(x))[real]
-    logits = np.asarray(classifier(x))
-    other = {"input_word_ids": np.where(real, x["input_word_ids"], 0),
-             "input_type_ids": np.where(real, x["input_type_ids"], 3),
-             "input_mask": x["input_mask"]}
-    np.testing.assert_allclose(np.asarray(tagger(other))[real], reference, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(classifier(other)), logits, atol=1e-5)
-    wider = {name: np.pad(v, [(0, 0), (4, 0)], constant_values=(5, 4, 1)[i])
-             for i, (name, v) in enumerate(x.items())}
-    np.testing.assert_allclose(np.asarray(tagger(wider))[:, 4:][real], reference, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(classifier(wider)), logits, atol=1e-5)
-    # Segment ids at REAL positions do matter (the check above can fail).
-    swapped = dict(x, input_type_ids=np.where(real, 1 - np.minimum(x["input_type_ids"], 1), 4))
-    assert np.abs(np.asarray(classifier(swapped)) - logits).max() > 1e-2
-
-
-def test_summary_reads_the_last_position(backbone):
-    """The classifier reads `<cls>` (the last state) only: tokens matter
-    through it, and its dropout is the summary's (the training path)."""
-    model = XLNetClassifier(backbone, 2, dropout=0.5)
-    rng = np.random.default_rng(1)
-    x = text_inputs(_rows(rng, 3, 3), _rows(rng, 3, 3), SPECIAL, 11)
-    sequence = np.asarray(backbone({**x, "input_mask": x["input_mask"].astype("float32")},
-                                   training=False)["sequence_output"])
-    dense, summary = model.output_dense, model.sequence_summary.summary
-    pooled = np.tanh(sequence[:, -1] @ np.asarray(summary.kernel) + np.asarray(summary.bias))
-    expected = pooled @ np.asarray(dense.kernel) + np.asarray(dense.bias)
-    np.testing.assert_allclose(np.asarray(model(x, training=False)), expected, atol=1e-5)
-    dropped = np.asarray(model.sequence_summary(np.asarray(sequence), training=True))
-    assert (dropped == 0).mean() > 0.2
-    layer = XLNetSequenceSummary(10, 0.2, name="s")
-    rebuilt = assert_config_round_trip(layer)
-    assert (rebuilt.d_model, rebuilt.dropout) == (10, 0.2)
-
-
-@pytest.mark.parametrize("kind", ["classifier", "regressor", "choice", "span", "tagger"])
-def test_config_round_trip_and_keras_file(kind, tmp_path):
-    """Each model rebuilds from its config and reloads from `.keras` to the
-    same outputs (the e2e tests below fit every kind)."""
-    config = XLNetConfig(vocab_size=99, d_model=12, n_layer=1, n_head=3, d_inner=37)
-    backbone = XLNetBackbone.from_config_object(config)
-    rng = np.random.default_rng(2)
-    x = text_inputs(_rows(rng, 3, 3), _rows(rng, 3, 3), SPECIAL, 10)
-    model = {"classifier": lambda: XLNetClassifier(backbone, 3, dropout=0.2),
-             "regressor": lambda: XLNetClassifier(backbone, 1),
-             "choice": lambda: XLNetMultipleChoice(backbone, dropout=0.3),
-             "span": lambda: XLNetQuestionAnswerer(backbone),
-             "tagger": lambda: XLNetTokenTagger(backbone, 4)}[kind]()
-    if kind == "choice":
-        x = multiple_choice_inputs(_rows(rng, 3, 3), [_rows(rng, 2, 2) for _ in range(3)],
-                                   SPECIAL, 10)
-    rebuilt = assert_config_round_trip(model)
-    assert type(rebuilt) is type(model)
-    assert {k: getattr(rebuilt, k) for k in model.config_names} == {
-        k: getattr(model, k) for k in model.config_names}
-    assert_keras_save_load_equal(model, x, tmp_path)
-
-
-def test_task_model_errors(backbone):
-    memory = XLNetBackbone.from_config_object(backbone.xlnet_config.replace(mem_len=4))
-    with pytest.raises(ValueError, match="mem_len=4"):
-        XLNetClassifier(memory, 2)
-    two_stream = XLNetBackbone.from_config_object(backbone.xlnet_config, two_stream=True)
-    with pytest.raises(ValueError, match="two_stream=True"):
-        XLNetQuestionAnswerer(two_stream)
-    with pytest.raises(ValueError, match="num_classes"):
-        XLNetClassifier(backbone, 0)
-    with pytest.raises(ValueError, match="num_labels"):
-        XLNetTokenTagger(backbone, 1)
-    with pytest.raises(ValueError, match="dropout"):
-        XLNetMultipleChoice(backbone, dropout=1.5)
-    with pytest.raises(ValueError, match="rank 3"):
-        XLNetMultipleChoice(backbone)(text_inputs([[10]], None, SPECIAL, 4))
-    with pytest.raises(ValueError, match="input_mask"):
-        XLNetClassifier(backbone, 2)({"input_word_ids": np.ones((1, 4), "int32")})
-
-
-def test_mixed_precision_logits_are_float32():
-    keras.config.set_dtype_policy("mixed_bfloat16")
-    config = XLNetConfig(vocab_size=99, d_model=12, n_layer=1, n_head=3, d_inner=37)
-    backbone = XLNetBackbone.from_config_object(config, dtype="mixed_bfloat16")
-    x = text_inputs([[10, 11]], [[12]], SPECIAL, 8)
-    for model in (XLNetClassifier(backbone, 2), XLNetQuestionAnswerer(backbone)):
-        for out in keras.tree.flatten(model(x)):
-            assert keras.backend.standardize_dtype(out.dtype) == "float32"
-    model = XLNetClassifier(backbone, 2)
-    model.compile()
-    assert np.isfinite(model.evaluate(x, np.array([1]), verbose=0)).all()
-
-
-# --- Tasks: encodings and decoding --------------------------------------------------------------
 
 
 def _squad_folder(tmp_path, version="1.1", extra=None):
@@ -589,6 +295,8 @@ def test_finetune_swag_from_the_command_line(tmp_path, tiny_keras):
     (dict(init_checkpoint=os.path.join(GOLDENS, "gpt_parity"), vocab_file=SPM),
      "Unknown XLNet config keys"),
 ])
+
+
 def test_bad_flags_are_refused_before_anything_is_written(tmp_path, changes, message):
     out = tmp_path / "out"
     cfg = FinetuneConfig(**{"model": "xlnet", "task": "glue/rte", "data_dir": str(tmp_path),

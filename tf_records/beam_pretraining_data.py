@@ -57,11 +57,11 @@ all of the work, are parallel across blocks.
 
 Beam is imported only here: it is the `[beam]` extra, not a dependency of
 the library or the local writer.
-
-Over 400 lines: about 60 of them this guide to the runners; the pipeline's
-steps are one chain, kept in one file in the order they run.
 """
 
+import glob
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -69,6 +69,7 @@ import tempfile
 import uuid
 
 import apache_beam as beam
+from absl import flags
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -76,10 +77,19 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tf_records.bert.chinese_words import check_segmenter
 from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import block_records
 from tf_records.bert.writer import build_manifest
+from tf_records.bert.writer import vocab_file_facts
+from tf_records.command_line import console
+from tf_records.create_pretraining_data import _configs
+from tf_records.create_pretraining_data import define_flags
 from tf_records.documents import file_documents
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import file_sha256
+from tf_records.records_folder import WRITERS
+from tf_records.records_folder import RefusedFolder
+from tf_records.records_folder import records_transaction
+from tf_records.tfrecord_file import write_tfrecord_file
 
 COUNTERS = "pretraining_data"  # the namespace of the pipeline's Beam counters
 
@@ -92,8 +102,6 @@ def expand_input_patterns(patterns):
     Beam's file systems. `ValueError` names every pattern matching nothing
     (one of several matching nothing is a typo, not an empty corpus).
     """
-    import glob
-
     files, unmatched = set(), []
     for pattern in patterns:
         if "://" in pattern:
@@ -145,8 +153,6 @@ def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writ
     if not isinstance(pipeline_options, PipelineOptions):
         pipeline_options = PipelineOptions(pipeline_options or [])
     if "://" not in output_dir:
-        from tf_records.records_folder import records_transaction
-
         with records_transaction(output_dir, "bert", overwrite) as work:
             return _write(input_files, vocab_bytes, work, instance_config, writer_config,
                           pipeline_options)
@@ -158,11 +164,6 @@ def run_pipeline(input_files, vocab_file, output_dir, instance_config=None, writ
 
 def _refuse_another_kind(output_dir, overwrite):
     """A remote folder holding another kind's records is refused unless `overwrite`."""
-    import json
-
-    from tf_records.records_folder import WRITERS
-    from tf_records.records_folder import RefusedFolder
-
     path = FileSystems.join(output_dir, MANIFEST_FILE)
     if overwrite or not FileSystems.exists(path):
         return
@@ -242,10 +243,6 @@ def _key_by_block(document, offsets, documents_per_block):
 def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_config):
     """(block index, [(corpus index, lines), ...]) -> its shard; returns the
     manifest's entry for it."""
-    import tensorflow as tf
-
-    from tf_records.bert.writer import block_records
-
     index, documents = keyed_block
     documents = sorted(documents, key=lambda d: d[0])
     block = [lines for _, lines in documents]
@@ -254,13 +251,11 @@ def _write_shard(keyed_block, vocab_bytes, output_dir, instance_config, writer_c
                                          writer_config, long_lines=long_lines)
     beam.metrics.Metrics.counter(COUNTERS, "instances").inc(len(records))
     name = f"shard-{index:05d}.tfrecord"
-    # TFRecord framing (its CRCs) is TensorFlow's, so the shard is written on
-    # local disk first, then copied to the output through Beam's file systems.
+    # The shard is written on local disk first (`tfrecord_file` frames the
+    # records into a local file), then copied to the output through Beam's file systems.
     with tempfile.TemporaryDirectory() as local:
         path = os.path.join(local, name)
-        with tf.io.TFRecordWriter(path) as writer:
-            for record in records:
-                writer.write(record)
+        write_tfrecord_file(path, records)
         sha256 = file_sha256(path)
         # A unique temporary name: a runner may run a block twice at once
         # (a retry, a speculative copy); both write the same bytes.
@@ -305,17 +300,10 @@ class LongLinesWarning:
 
 
 def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_bytes):
-    import json
-
     shards = sorted(shards, key=lambda s: s["index"])
     LongLinesWarning.report(shards, instance_config.max_seq_length)
-    if shards:  # the block workers read the vocabulary; the launcher stays free of TensorFlow
-        vocab_facts = shards[0]["vocab"]
-    else:
-        from keras_bert_impl.bert.wordpiece import load_vocab
-        from tf_records.bert.writer import _vocab_facts
-
-        vocab_facts = _vocab_facts(load_vocab(_local_vocab(vocab_bytes)))
+    # The block workers read the vocabulary: the launcher imports no TensorFlow but for no shards.
+    vocab_facts = shards[0]["vocab"] if shards else vocab_file_facts(_local_vocab(vocab_bytes))
     manifest = build_manifest(instance_config, writer_config, _sha256(vocab_bytes), vocab_facts,
                               shards)
     tmp = FileSystems.join(output_dir, f".tmp-{uuid.uuid4().hex}-{MANIFEST_FILE}")
@@ -328,8 +316,6 @@ def _write_manifest(shards, output_dir, instance_config, writer_config, vocab_by
 
 
 def _read_manifest(output_dir):
-    import json
-
     path = FileSystems.join(output_dir, MANIFEST_FILE)
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         return json.loads(f.read().decode("utf-8"))
@@ -348,8 +334,6 @@ def _clear_output(output_dir):
 
 
 def _sha256(data):
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
 
 
@@ -367,10 +351,6 @@ def _local_vocab(vocab_bytes):
 
 
 def main(argv):
-    from absl import flags
-
-    from tf_records.create_pretraining_data import _configs
-
     flags_values = flags.FLAGS
     beam_args = list(argv[1:])  # what absl did not know: Beam's pipeline options
     if flags_values["num_workers"].present:  # also Dataflow's option: handed on
@@ -399,18 +379,11 @@ def main(argv):
 
 def _parse_flags(argv):
     """absl parses the flags it knows (the local CLI's); the rest go to Beam."""
-    from absl import flags
-
     return flags.FLAGS(argv, known_only=True)
 
 
 def cli():
     """`python -m tf_records.beam_pretraining_data`: `main` on a quiet console."""
-    from tf_records.command_line import (
-        console,  # only the command line needs it, the pipeline never does
-    )
-    from tf_records.create_pretraining_data import define_flags
-
     define_flags()  # the local CLI's flags
     console.run(main, __name__, flags_parser=_parse_flags, swapped=True)
 

@@ -10,9 +10,11 @@ order. Read it with `tf_records.gpt.reader.lm_dataset`.
 """
 
 import functools
-import os
 
 from absl import flags
+
+from tf_records.command_line import console
+from tf_records.command_line.progress import Reporter
 
 FLAGS = flags.FLAGS
 
@@ -52,49 +54,14 @@ def run(values, progress=None):
     then written; `SystemExit` naming what is wrong. `progress`: None or a
     reporter of the tokenizing's and writing's progress lines (`cli` passes
     `tf_records.command_line.progress.Reporter()`)."""
-    from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-    from tf_records.gpt.schema import LmRecordSchema
-    from tf_records.gpt.writer import write_lm_data
-    from tf_records.input_files import match_files
+    # lazy: TensorFlow loads only after the console starts (tf_records/command_line/console.py)
+    from tf_records.gpt import command
 
-    try:
-        files = match_files(values.input_file, "--input_file")
-        LmRecordSchema(values.max_seq_length)
-        if values.num_shards < 1:
-            raise ValueError(f"--num_shards must be >= 1. Received: {values.num_shards}.")
-    except ValueError as e:
-        raise SystemExit(f"Bad flag value: {e}") from None
-    for flag in ("vocab_file", "merges_file"):
-        if not os.path.isfile(getattr(values, flag)):
-            raise SystemExit(f"--{flag}={getattr(values, flag)}: no such file.")
-    try:
-        tokenizer = GptTokenizer(values.vocab_file, values.merges_file)
-        manifest = write_lm_data(
-            files,
-            tokenizer,
-            values.output_dir,
-            values.max_seq_length,
-            vocab_files=[values.vocab_file, values.merges_file],
-            num_shards=values.num_shards,
-            random_seed=values.random_seed,
-            document_separator_id=values.document_separator_id,
-            progress=progress,
-            overwrite=values.overwrite,
-        )
-    except ValueError as e:
-        raise SystemExit(f"Bad input: {e}") from None
-    records = sum(s["records"] for s in manifest["shards"])
-    print(f"Wrote {records} windows of {values.max_seq_length + 1} tokens "
-          f"({manifest['tokens']} tokens, {manifest['documents']} documents) in "
-          f"{len(manifest['shards'])} shards to {values.output_dir}")
+    command.run(values, progress)
 
 
 def cli():
     """`python -m tf_records.create_lm_data`: `main` on a quiet console."""
-    # Imported here: only the command line needs them, the record code never does.
-    from tf_records.command_line import console
-    from tf_records.command_line.progress import Reporter
-
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)
 

@@ -8,10 +8,26 @@ Flags and defaults are the original script's, plus the documented fixes
 (--exact_nsp, --random_token_excludes_special), blocking/parallelism, and
 Chinese whole-word masking (--do_whole_word_mask --chinese_word_segmenter=jieba,
 docs/chinese.md).
+
+Neither this module nor what it imports loads TensorFlow: the writer's
+worker processes (`spawn`) import it again as their `__main__`.
 """
 
+import functools
 
 from absl import flags
+
+from tf_records.bert.chinese_words import check_segmenter
+from tf_records.bert.instances import InstanceConfig
+from tf_records.bert.writer import WriterConfig
+from tf_records.bert.writer import check_vocab_file
+from tf_records.bert.writer import write_pretraining_data
+from tf_records.command_line import console
+from tf_records.command_line.progress import Reporter
+from tf_records.input_files import check_output_folder
+from tf_records.input_files import check_text_files
+from tf_records.input_files import match_files
+from tf_records.input_files import text_bytes
 
 FLAGS = flags.FLAGS
 
@@ -72,9 +88,6 @@ def run(values, progress=None):
     the writing's progress lines: documents and instances, and the MB of
     text read with its rate and ETA (`cli` passes
     `tf_records.command_line.progress.Reporter()`)."""
-    from tf_records.bert.writer import write_pretraining_data
-    from tf_records.input_files import text_bytes
-
     files, instance_config, writer_config = check_flags(values)
     report, counts = True, {}
     if progress is not None:
@@ -100,12 +113,6 @@ def run(values, progress=None):
 def check_flags(values):
     """-> (input files, InstanceConfig, WriterConfig); `SystemExit` naming
     the first flag at fault. Writes nothing."""
-    from tf_records.bert.chinese_words import check_segmenter
-    from tf_records.bert.writer import check_vocab_file
-    from tf_records.input_files import check_output_folder
-    from tf_records.input_files import check_text_files
-    from tf_records.input_files import match_files
-
     try:
         # one glob of several matching nothing is a typo, not an empty corpus
         files = match_files(values.input_file, "--input_file")
@@ -131,9 +138,6 @@ def check_flags(values):
 
 
 def _configs(values=FLAGS):
-    from tf_records.bert.instances import InstanceConfig
-    from tf_records.bert.writer import WriterConfig
-
     return (
         InstanceConfig(
             max_seq_length=values.max_seq_length,
@@ -161,12 +165,6 @@ def _configs(values=FLAGS):
 def cli():
     """`kbi-create-pretraining-data` and `python -m tf_records.create_pretraining_data`:
     `main` on a quiet console."""
-    # Imported here: only the command line needs them, the record code never does.
-    import functools
-
-    from tf_records.command_line import console
-    from tf_records.command_line.progress import Reporter
-
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)
 

@@ -15,9 +15,11 @@ with span masking. XLNet-Large used --seq_len=512 --reuse_len=256
 """
 
 import functools
-import os
 
 from absl import flags
+
+from tf_records.command_line import console
+from tf_records.command_line.progress import Reporter
 
 FLAGS = flags.FLAGS
 
@@ -68,51 +70,14 @@ def run(values, progress=None):
     checked before the output folder is touched; `SystemExit` naming what
     is wrong. `progress`: None or a reporter of the tokenizing's and
     writing's progress lines (`cli` passes `tf_records.command_line.progress.Reporter()`)."""
-    from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-    from tf_records.input_files import match_files
-    from tf_records.xlnet.schema import XLNetRecordSchema
-    from tf_records.xlnet.writer import write_xlnet_data
+    # lazy: TensorFlow loads only after the console starts (tf_records/command_line/console.py)
+    from tf_records.xlnet import command
 
-    try:
-        files = match_files(values.input_file, "--input_file")
-        if values.batches_per_shard < 1:
-            raise ValueError(
-                f"--batches_per_shard must be >= 1. Received: {values.batches_per_shard}.")
-    except ValueError as e:
-        raise SystemExit(f"Bad flag value: {e}") from None
-    if not os.path.isfile(values.spm_model_file):
-        raise SystemExit(f"--spm_model_file={values.spm_model_file}: no such file.")
-    try:
-        tokenizer = XLNetTokenizer(values.spm_model_file, do_lower_case=values.do_lower_case)
-    except ValueError as e:
-        raise SystemExit(f"--spm_model_file: {e}") from None
-    try:
-        schema = XLNetRecordSchema(
-            seq_len=values.seq_len, reuse_len=values.reuse_len, batch_size=values.batch_size,
-            num_predict=values.num_predict, mask_alpha=values.mask_alpha,
-            mask_beta=values.mask_beta, bi_data=values.bi_data, num_cores=values.num_cores,
-            sep_id=tokenizer.sep_id, cls_id=tokenizer.cls_id)
-    except ValueError as e:
-        raise SystemExit(f"Bad flag value: {e}") from None
-    try:
-        manifest = write_xlnet_data(
-            files, tokenizer, values.output_dir, schema, [values.spm_model_file],
-            random_seed=values.random_seed, whole_word_spans=values.whole_word_spans,
-            batches_per_shard=values.batches_per_shard, progress=progress,
-            overwrite=values.overwrite)
-    except ValueError as e:
-        raise SystemExit(f"Bad input: {e}") from None
-    print(f"Wrote {manifest['batches']} batches of {values.batch_size} streams x "
-          f"{values.seq_len} tokens ({manifest['documents']} documents, {manifest['tokens']} "
-          f"tokens) in {len(manifest['shards'])} shards to {values.output_dir}")
+    command.run(values, progress)
 
 
 def cli():
     """`python -m tf_records.create_xlnet_data`: `main` on a quiet console."""
-    # Imported here: only the command line needs them, the record code never does.
-    from tf_records.command_line import console
-    from tf_records.command_line.progress import Reporter
-
     define_flags()
     console.run(functools.partial(main, progress=Reporter()), __name__, swapped=True)
 

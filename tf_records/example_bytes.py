@@ -98,3 +98,13 @@ def _entry_head(key, feature_tag, payload_length):
     return (b"\x0a" + varint_bytes(entry_length) + key_field
             + b"\x12" + varint_bytes(feature_length)
             + feature_tag + varint_bytes(list_length) + b"\x0a" + inner)
+
+
+def examples(pieces):
+    """Yields each row's serialized `tf.train.Example` from its map entries'
+    column pieces (`heads` and payloads, in key order): the `features` field
+    (tag, length) and the row's entries."""
+    sizes = sum(lengths for _, lengths in pieces)  # bytes of each row's map entries
+    prefix = {size: b"\x0a" + varint_bytes(size) for size in np.unique(sizes).tolist()}
+    for size, parts in zip(sizes.tolist(), zip(*row_bytes(pieces))):
+        yield prefix[size] + b"".join(parts)  # Example.features: tag, length, entries

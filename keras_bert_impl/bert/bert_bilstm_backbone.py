@@ -2,8 +2,13 @@
 
 import keras
 
+from keras_bert_impl.base.backbone import keep_config
+from keras_bert_impl.base.backbone import sequence_inputs
+from keras_bert_impl.base.backbone import with_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_backbone import pooled_rows
 
 # B=batch, S=sequence, H=hidden
 
@@ -71,35 +76,25 @@ class BertBiLstmBackbone(BertBackbone):
         )
 
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = sequence_inputs(INPUT_NAMES)
         encoded = backbone(inputs)
         real = keras.ops.cast(inputs["input_mask"], "bool")  # (B, S)
         x = self.bilstm(encoded["sequence_output"], mask=real)  # (B, S, H)
         # Zeros at padding; an op, not a layer, so no Keras mask rides on the
         # output into the task heads' losses (BertBackbone's outputs carry none).
         x = keras.ops.where(real[:, :, None], x, keras.ops.zeros_like(x))  # (B, S, H)
-        pooled_rows = x
-        if backbone.causal:  # the same position as the backbone's pooled output
-            last = keras.ops.sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # (B, 1)
-            pooled_rows = keras.ops.take_along_axis(
-                x, keras.ops.maximum(last, 0)[:, :, None], axis=1)  # (B, 1, H)
+        # The same position as the backbone's pooled output.
+        rows = pooled_rows(x, inputs["input_mask"], backbone.causal)
         outputs = {
             "sequence_output": x,
-            "pooled_output": backbone.pooler(pooled_rows),  # (B, H)
+            "pooled_output": backbone.pooler(rows),  # (B, H)
             "encoder_outputs": encoded["encoder_outputs"],
         }
         # BertBackbone.__init__ builds an encoder; this one wraps a built one,
         # so the functional model is initialized past it.
         super(BertBackbone, self).__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-
-        # === Config ===
-        self.bert_config = backbone.bert_config
-        self.causal = backbone.causal
-        for key, value in self.bert_config.to_dict().items():
-            setattr(self, key, value)
+        keep_config(self, policy, "bert_config", backbone.bert_config,
+                    {"causal": backbone.causal, **backbone.bert_config.to_dict()})
 
     @classmethod
     def from_bert_config(cls, config, **kwargs):
@@ -107,11 +102,8 @@ class BertBiLstmBackbone(BertBackbone):
         return cls(BertBackbone.from_bert_config(config, **kwargs))
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
+        return wrapper_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
+        return cls(**with_backbone(config))

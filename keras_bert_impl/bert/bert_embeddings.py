@@ -2,12 +2,13 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(NamedConfig, keras.layers.Layer):
     """Adds learned position and token-type embeddings to word embeddings.
 
     The paper's input representation (Fig. 2): the sum of token, segment and
@@ -36,6 +37,9 @@ class BertEmbeddings(keras.layers.Layer):
     >>> layer(np.zeros((3, 7, 12)), np.zeros((3, 7), "int32")).shape
     (3, 7, 12)
     """
+
+    config_names = ("max_position_embeddings", "type_vocab_size", "hidden_size",
+                    "hidden_dropout_prob", "initializer_range", "layer_norm_eps")
 
     def __init__(
         self,
@@ -93,15 +97,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, word_embeddings_shape, input_type_ids_shape=None):
         return word_embeddings_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size,
-            hidden_size=self.hidden_size,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-        )
-        return config

@@ -2,6 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.backbone import keep_config
+from keras_bert_impl.base.backbone import run_blocks
+from keras_bert_impl.base.backbone import sequence_inputs
+from keras_bert_impl.base.backbone import with_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_backbone import BertBackbone
 from keras_bert_impl.bert.bert_pooler import BertPooler
@@ -29,13 +34,7 @@ class BertFeatureBackbone(BertBackbone):
     Args:
         backbone: `BertBackbone`. The pretrained encoder (bidirectional).
 
-    Call arguments:
-        inputs: dict of int32 `(B, S)` tensors `input_word_ids`,
-            `input_mask`, `input_type_ids`.
-
-    Returns:
-        dict: `sequence_output` `(B, S, H)`, `pooled_output` `(B, H)`,
-        `encoder_outputs` list of L `(B, S, H)`.
+    Call arguments and returns: as `BertBackbone`'s.
 
     Example:
     >>> backbone = BertFeatureBackbone(BertBackbone.from_bert_config(preset("tiny")))
@@ -69,17 +68,12 @@ class BertFeatureBackbone(BertBackbone):
                                          dtype=policy, name="feature_pooler")
 
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = sequence_inputs(INPUT_NAMES)
         # The backbone's own layers in order, so the embedding output is
         # reachable.
         x = backbone.embeddings(backbone.word_embedding(inputs["input_word_ids"]),
                                 inputs["input_type_ids"])  # (B, S, H)
-        hidden = [x]
-        for layer in backbone.encoder_layers:
-            x = layer(x, inputs["input_mask"])  # (B, S, H)
-            hidden.append(x)
+        hidden = [x, *run_blocks(backbone.encoder_layers, x, inputs["input_mask"])]
         features = keras.ops.concatenate(hidden[-4:], axis=-1)  # (B, S, K*H)
         real = keras.ops.cast(inputs["input_mask"], "bool")  # (B, S)
         x = features
@@ -92,13 +86,8 @@ class BertFeatureBackbone(BertBackbone):
             "encoder_outputs": hidden[1:],
         }
         super(BertBackbone, self).__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy
-
-        # === Config ===
-        self.bert_config = backbone.bert_config
-        self.causal = backbone.causal
-        for key, value in self.bert_config.to_dict().items():
-            setattr(self, key, value)
+        keep_config(self, policy, "bert_config", backbone.bert_config,
+                    {"causal": backbone.causal, **backbone.bert_config.to_dict()})
 
     def call(self, inputs, training=None, mask=None):
         # Fixed features, as the paper's: no dropout inside BERT, even when
@@ -106,11 +95,8 @@ class BertFeatureBackbone(BertBackbone):
         return super().call(inputs, training=False, mask=mask)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
+        return wrapper_config(self)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
+        return cls(**with_backbone(config))

@@ -2,9 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPooler(keras.layers.Layer):
+class BertPooler(NamedConfig, keras.layers.Layer):
     """Pools a sequence into one vector: tanh(W h_[CLS] + b).
 
     The paper's C vector (Sec. 3), used for NSP and sentence classification.
@@ -19,6 +21,8 @@ class BertPooler(keras.layers.Layer):
     Returns:
         `(B, H)`.
     """
+
+    config_names = ("hidden_size", "initializer_range")
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
@@ -41,8 +45,3 @@ class BertPooler(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_output_shape):
         return (sequence_output_shape[0], self.hidden_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config

@@ -3,12 +3,13 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.bert.graph_bert_tokenizer import GraphBertTokenizer
 from keras_bert_impl.tokenizers.basic_tokenizer import check_texts
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPreprocessor(keras.layers.Layer):
+class BertPreprocessor(NamedConfig, keras.layers.Layer):
     """Tokenizes and packs text in the TF graph, for `tf.data` and serving.
 
     Same ids as `BertTokenizer` (see `GraphBertTokenizer`), packed as
@@ -31,6 +32,8 @@ class BertPreprocessor(keras.layers.Layer):
     >>> preprocessor = BertPreprocessor("vocab.txt", max_length=128)
     >>> ds = ds.map(lambda text, label: (preprocessor(text), label))
     """
+
+    config_names = ("vocab_file", "do_lower_case", "max_length", "max_input_chars_per_word")
 
     def __init__(
         self, vocab_file, do_lower_case=True, max_length=128, max_input_chars_per_word=200, **kwargs
@@ -60,16 +63,6 @@ class BertPreprocessor(keras.layers.Layer):
                 self.max_length,
             )
         return self.tokenizer.pack(self.tokenizer(_rows(inputs, "inputs")), None, self.max_length)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_file=self.vocab_file,
-            do_lower_case=self.do_lower_case,
-            max_length=self.max_length,
-            max_input_chars_per_word=self.max_input_chars_per_word,
-        )
-        return config
 
 
 def _rows(strings, name):

@@ -8,10 +8,8 @@ only knows how a Hugging Face key spells an original name.
 
 import os
 import re
-import tempfile
 
 import numpy as np
-import safetensors.numpy
 
 from keras_bert_impl.base.json_files import copy_atomic
 from keras_bert_impl.base.json_files import read_json_file
@@ -21,7 +19,7 @@ from keras_bert_impl.bert.bert_config import BertConfig
 from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
-from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.checkpoints.hf_files import write_hf_tensors
 
 SIZE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
              "intermediate_size")
@@ -199,15 +197,7 @@ def save_hf_checkpoint(model, folder, vocab_file=None):
     for original, value in originals.items():
         key, transpose = hf_name(original, prefix)
         tensors[key] = np.ascontiguousarray(value.T if transpose else value, dtype=np.float32)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".safetensors")
-    os.close(fd)
-    try:
-        safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
-        as_if_created(tmp)
-        os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_hf_tensors(folder, tensors)
     config = google_names.backbone_of(model).bert_config.to_hf_dict()
     if heads:
         has_nsp = any(name.startswith(google_names.NSP_HEAD_PREFIX) for name in originals)

@@ -2,9 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class NextSentenceHead(keras.layers.Layer):
+class NextSentenceHead(NamedConfig, keras.layers.Layer):
     """2-way classifier on the pooled output (paper Sec. 3.1, Task #2).
 
     Label 0 means B follows A ("IsNext"), 1 means B is random ("NotNext"),
@@ -19,6 +21,8 @@ class NextSentenceHead(keras.layers.Layer):
     Returns:
         float32 logits `(B, 2)`.
     """
+
+    config_names = ("initializer_range",)
 
     def __init__(self, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
@@ -39,8 +43,3 @@ class NextSentenceHead(keras.layers.Layer):
 
     def compute_output_shape(self, pooled_output_shape):
         return (pooled_output_shape[0], 2)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(initializer_range=self.initializer_range)
-        return config

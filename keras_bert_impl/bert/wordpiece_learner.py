@@ -8,12 +8,11 @@ split; the WordPiece learning itself is tensorflow-text's
 
 import collections
 import os
-import tempfile
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
-from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.base.json_files import write_text_atomic
 from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
 
 
@@ -232,15 +231,5 @@ def _learn_with_thresh(word_counts, first, thresh, params):
 
 def write_vocab(tokens, path):
     """Writes `vocab.txt` atomically (temp file, then rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".txt")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("".join(token + "\n" for token in tokens))
-        as_if_created(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_text_atomic(path, "".join(token + "\n" for token in tokens), ".txt")

@@ -7,6 +7,8 @@ import re
 import numpy as np
 import safetensors.numpy
 
+from keras_bert_impl.base.json_files import write_atomic
+
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -28,3 +30,11 @@ def read_hf_tensors(folder):
     except Exception as e:  # safetensors raises its own error types
         raise ValueError(f"Cannot read {path}: {e}") from e
     return {_legacy_spelling(k): np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
+
+
+def write_hf_tensors(folder, tensors):
+    """Writes `{key: array}` as `folder`'s `model.safetensors`, atomically."""
+    # "pt": transformers loads only safetensors files marked as PyTorch's.
+    write_atomic(os.path.join(folder, WEIGHTS_FILE),
+                 lambda tmp: safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"}),
+                 ".safetensors")

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.elmo.highway import Highway
 
 # B=batch, T=tokens, C=characters per token, E=char embedding, n=one filter's
@@ -9,7 +10,7 @@ from keras_bert_impl.elmo.highway import Highway
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class CharacterEncoder(keras.layers.Layer):
+class CharacterEncoder(NamedConfig, keras.layers.Layer):
     """A token's vector from its character ids (bilm-tf's char CNN).
 
     Peters et al. 2018, Sec. 3.1 (after Kim et al. 2016 / Jozefowicz et al.
@@ -41,6 +42,9 @@ class CharacterEncoder(keras.layers.Layer):
     >>> encoder(np.ones((3, 7, 9), "int32")).shape
     TensorShape([3, 7, 10])
     """
+
+    config_names = ("filters", "n_highway", "projection_dim", "char_embedding_dim", "activation",
+                    "n_characters")
 
     def __init__(
         self,
@@ -123,15 +127,3 @@ class CharacterEncoder(keras.layers.Layer):
 
     def compute_output_shape(self, char_ids_shape):
         return (*char_ids_shape[:2], self.projection_dim)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            filters=self.filters,
-            n_highway=self.n_highway,
-            projection_dim=self.projection_dim,
-            char_embedding_dim=self.char_embedding_dim,
-            activation=self.activation,
-            n_characters=self.n_characters,
-        )
-        return config

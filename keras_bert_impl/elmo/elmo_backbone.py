@@ -3,6 +3,9 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.base.backbone import backbone_config
+from keras_bert_impl.base.backbone import dtype_policy_of
+from keras_bert_impl.base.backbone import keep_config
 from keras_bert_impl.elmo.character_encoder import CharacterEncoder
 from keras_bert_impl.elmo.elmo_config import ElmoConfig
 from keras_bert_impl.elmo.elmo_lstm_stack import ElmoLstmStack
@@ -135,29 +138,35 @@ class ElmoBackbone(keras.Model):
             use_skip_connections=use_skip_connections,
             dropout=dropout,
         )  # validates every value
-        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+        policy = dtype_policy_of(dtype)
+        self._create_layers(config, max_batch_size, policy)
+        char_ids = keras.Input(
+            shape=(None, max_characters_per_token), dtype="int32", name=INPUT_NAME)
+        super().__init__(inputs=char_ids, outputs=self._graph_outputs(char_ids, policy), **kwargs)
+        keep_config(self, policy, "elmo_config", config,
+                    {"max_batch_size": max_batch_size, **config.backbone_kwargs()})
 
-        # === Layers ===
+    def _create_layers(self, config, max_batch_size, policy):
         self.character_encoder = CharacterEncoder(
             config.filters,
-            n_highway,
-            projection_dim,
-            char_embedding_dim=char_embedding_dim,
-            activation=activation,
-            n_characters=n_characters,
+            config.n_highway,
+            config.projection_dim,
+            char_embedding_dim=config.char_embedding_dim,
+            activation=config.activation,
+            n_characters=config.n_characters,
             dtype=policy,
             name="character_encoder",
         )
         stacks = {}
         for direction in ("forward", "backward"):
             stacks[direction] = ElmoLstmStack(
-                n_layers,
-                lstm_dim,
-                projection_dim,
+                config.n_layers,
+                config.lstm_dim,
+                config.projection_dim,
                 cell_clip=config.cell_clip,
                 proj_clip=config.proj_clip,
-                use_skip_connections=use_skip_connections,
-                dropout=dropout,
+                use_skip_connections=config.use_skip_connections,
+                dropout=config.dropout,
                 go_backwards=direction == "backward",
                 max_batch_size=max_batch_size,
                 dtype=policy,
@@ -166,9 +175,8 @@ class ElmoBackbone(keras.Model):
         self.forward_lstm = stacks["forward"]
         self.backward_lstm = stacks["backward"]
 
-        # === Functional graph ===
-        char_ids = keras.Input(
-            shape=(None, max_characters_per_token), dtype="int32", name=INPUT_NAME)
+    def _graph_outputs(self, char_ids, policy):
+        """The functional graph: the char CNN, then both LSTM stacks."""
         mask = keras.ops.any(keras.ops.not_equal(char_ids, 0), axis=-1)  # (B, T)
         keep = keras.ops.cast(mask, policy.compute_dtype)[:, :, None]  # (B, T, 1)
         x = self.character_encoder(char_ids) * keep  # (B, T, P)
@@ -176,7 +184,7 @@ class ElmoBackbone(keras.Model):
         backward = self.backward_lstm(x, mask)  # L x (B, T, P)
         lstm_outputs = [keras.ops.concatenate([f, b], axis=-1)  # (B, T, 2P)
                         for f, b in zip(forward, backward)]
-        outputs = {
+        return {
             "token_embedding": x,
             "lstm_outputs": lstm_outputs,
             "lm_embeddings": [keras.ops.concatenate([x, x], axis=-1), *lstm_outputs],
@@ -184,14 +192,6 @@ class ElmoBackbone(keras.Model):
             "backward_output": backward[-1],
             "mask": mask,
         }
-        super().__init__(inputs=char_ids, outputs=outputs, **kwargs)
-        self.dtype_policy = policy  # functional Model.__init__ drops `dtype`
-
-        # === Config ===
-        self.elmo_config = config
-        self.max_batch_size = max_batch_size
-        for key, value in config.backbone_kwargs().items():
-            setattr(self, key, value)
 
     @classmethod
     def from_config_object(cls, config, **kwargs):
@@ -214,8 +214,8 @@ class ElmoBackbone(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
-                **self.elmo_config.backbone_kwargs(), "max_batch_size": self.max_batch_size}
+        return backbone_config(self, {**self.elmo_config.backbone_kwargs(),
+                                      "max_batch_size": self.max_batch_size})
 
     @classmethod
     def from_config(cls, config):

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.elmo.lstm_projection_cell import LstmProjectionCell
 
 # B=batch, T=tokens, P=projection (input and output width), U=LSTM units,
@@ -31,7 +32,7 @@ def reverse_padded(x, mask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class ElmoLstmStack(keras.layers.Layer):
+class ElmoLstmStack(NamedConfig, keras.layers.Layer):
     """`n_layers` LSTMP layers over a sequence, in one direction (bilm-tf).
 
     Each layer is a `keras.layers.RNN` of `LstmProjectionCell` (named
@@ -80,6 +81,9 @@ class ElmoLstmStack(keras.layers.Layer):
     >>> [y.shape for y in stack(np.ones((3, 7, 8)), np.ones((3, 7), bool))]
     [TensorShape([3, 7, 8]), TensorShape([3, 7, 8])]
     """
+
+    config_names = ("n_layers", "units", "projection_dim", "cell_clip", "proj_clip",
+                    "use_skip_connections", "dropout", "go_backwards", "max_batch_size")
 
     def __init__(
         self,
@@ -193,18 +197,3 @@ class ElmoLstmStack(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, mask_shape=None):
         return [(*inputs_shape[:2], self.projection_dim)] * self.n_layers
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            n_layers=self.n_layers,
-            units=self.units,
-            projection_dim=self.projection_dim,
-            cell_clip=self.cell_clip,
-            proj_clip=self.proj_clip,
-            use_skip_connections=self.use_skip_connections,
-            dropout=self.dropout,
-            go_backwards=self.go_backwards,
-            max_batch_size=self.max_batch_size,
-        )
-        return config

@@ -3,11 +3,13 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # B=batch, T=tokens, P=projection, V=vocabulary, N=B*T, K=negative samples
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class ElmoSoftmax(keras.layers.Layer):
+class ElmoSoftmax(NamedConfig, keras.layers.Layer):
     """Next-word scores `h W^T + b` from a biLM direction's top output.
 
     Peters et al. 2018, Sec. 3.1: one softmax shared by the forward and
@@ -33,6 +35,8 @@ class ElmoSoftmax(keras.layers.Layer):
     >>> softmax(np.ones((3, 7, 12), "float32")).shape
     TensorShape([3, 7, 99])
     """
+
+    config_names = ("vocab_size",)
 
     def __init__(self, vocab_size, **kwargs):
         kwargs.setdefault("dtype", "float32")  # the loss is numerically sensitive
@@ -83,8 +87,3 @@ class ElmoSoftmax(keras.layers.Layer):
 
     def compute_output_shape(self, hidden_shape):
         return (*hidden_shape[:-1], self.vocab_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size)
-        return config

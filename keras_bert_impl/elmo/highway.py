@@ -2,11 +2,13 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # N=any leading axes, F=features
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class Highway(keras.layers.Layer):
+class Highway(NamedConfig, keras.layers.Layer):
     """`y = t * relu(W_t x + b_t) + (1 - t) * x` with `t = sigmoid(W_c x + b_c)`.
 
     Srivastava et al. 2015, as bilm-tf's `high()`: the gate bilm-tf calls
@@ -29,6 +31,8 @@ class Highway(keras.layers.Layer):
     >>> Highway(12)(np.ones((3, 7, 12))).shape
     TensorShape([3, 7, 12])
     """
+
+    config_names = ("units", "carry_bias_initializer")
 
     def __init__(self, units, carry_bias_initializer=-2.0, **kwargs):
         super().__init__(**kwargs)
@@ -60,8 +64,3 @@ class Highway(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape):
         return inputs_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(units=self.units, carry_bias_initializer=self.carry_bias_initializer)
-        return config

@@ -3,11 +3,13 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # B=batch, I=input, U=units (cell), P=projection (h), G=4U gate pre-activations
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class LstmProjectionCell(keras.layers.Layer):
+class LstmProjectionCell(NamedConfig, keras.layers.Layer):
     """An LSTM cell with cell clipping and a clipped projection of h (LSTMP).
 
     Sak et al. 2014, as TF1's `tf.nn.rnn_cell.LSTMCell(num_units,
@@ -53,6 +55,8 @@ class LstmProjectionCell(keras.layers.Layer):
     >>> rnn(np.ones((3, 7, 5))).shape
     TensorShape([3, 7, 12])
     """
+
+    config_names = ("units", "projection_dim", "cell_clip", "proj_clip", "forget_bias")
 
     def __init__(self, units, projection_dim=None, cell_clip=None, proj_clip=None,
                  forget_bias=1.0, **kwargs):
@@ -105,13 +109,6 @@ class LstmProjectionCell(keras.layers.Layer):
             if self.proj_clip is not None:
                 h = keras.ops.clip(h, -self.proj_clip, self.proj_clip)
         return h, [h, c]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(units=self.units, projection_dim=self.projection_dim,
-                      cell_clip=self.cell_clip, proj_clip=self.proj_clip,
-                      forget_bias=self.forget_bias)
-        return config
 
 
 def tf1_lstm_weights_from_keras(kernel, recurrent_kernel, bias, forget_bias=1.0):

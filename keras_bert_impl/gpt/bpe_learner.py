@@ -19,11 +19,10 @@ import collections
 import heapq
 import json
 import os
-import tempfile
 
 import tensorflow as tf
 
-from keras_bert_impl.file_modes import as_if_created
+from keras_bert_impl.base.json_files import write_text_atomic
 from keras_bert_impl.gpt.gpt_tokenizer import END_OF_WORD
 from keras_bert_impl.gpt.gpt_tokenizer import UNK_TOKEN
 from keras_bert_impl.gpt.graph_gpt_tokenizer import gpt_basic_tokenize
@@ -182,20 +181,7 @@ def write_bpe_files(vocab, merges, folder):
     os.makedirs(folder, exist_ok=True)
     vocab_path = os.path.join(folder, "vocab.json")
     merges_path = os.path.join(folder, "merges.txt")
-    _write_atomically(vocab_path, json.dumps(vocab, ensure_ascii=False) + "\n")
+    write_text_atomic(vocab_path, json.dumps(vocab, ensure_ascii=False) + "\n")
     lines = [MERGES_HEADER] + [f"{left} {right}" for left, right in merges]
-    _write_atomically(merges_path, "\n".join(lines) + "\n")
+    write_text_atomic(merges_path, "\n".join(lines) + "\n")
     return vocab_path, merges_path
-
-
-def _write_atomically(path, text):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        as_if_created(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise

@@ -2,6 +2,11 @@
 
 import keras
 
+from keras_bert_impl.base.backbone import backbone_config
+from keras_bert_impl.base.backbone import dtype_policy_of
+from keras_bert_impl.base.backbone import keep_config
+from keras_bert_impl.base.backbone import run_blocks
+from keras_bert_impl.base.backbone import sequence_inputs
 from keras_bert_impl.base.sequence_checks import check_sequence_inputs
 from keras_bert_impl.gpt.gpt_config import AFNS
 from keras_bert_impl.gpt.gpt_config import GptConfig
@@ -98,58 +103,53 @@ class GptBackbone(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             initializer_range=initializer_range,
         )  # validates every value
-        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+        policy = dtype_policy_of(dtype)
+        self._create_layers(config, policy)
+        inputs = sequence_inputs(INPUT_NAMES)
+        super().__init__(inputs=inputs, outputs=self._graph_outputs(inputs), **kwargs)
+        keep_config(self, policy, "gpt_config", config, config.to_dict())
 
-        # === Layers ===
+    def _create_layers(self, config, policy):
         self.token_embedding = TiedWordEmbedding(
-            vocab_size,
-            n_embd,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=initializer_range),
+            config.vocab_size,
+            config.n_embd,
+            embeddings_initializer=keras.initializers.RandomNormal(
+                stddev=config.initializer_range),
             dtype=policy,
             name="token_embedding",
         )
         self.embeddings = GptEmbeddings(
-            n_positions, n_embd, embd_pdrop, initializer_range, dtype=policy, name="embeddings"
+            config.n_positions, config.n_embd, config.embd_pdrop, config.initializer_range,
+            dtype=policy, name="embeddings"
         )
         self.decoder_layers = [
             TransformerEncoder(
-                n_embd,
-                n_head,
+                config.n_embd,
+                config.n_head,
                 config.intermediate_size,
-                AFNS[afn],
-                resid_pdrop,
-                attn_pdrop,
-                initializer_range,
-                layer_norm_epsilon,
+                AFNS[config.afn],
+                config.resid_pdrop,
+                config.attn_pdrop,
+                config.initializer_range,
+                config.layer_norm_epsilon,
                 causal=True,
                 dtype=policy,
                 name=f"decoder_layer_{i}",
             )
-            for i in range(n_layer)
+            for i in range(config.n_layer)
         ]
 
-        # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+    def _graph_outputs(self, inputs):
+        """The functional graph: embeddings, the blocks, the tied LM head."""
         x = self.embeddings(self.token_embedding(inputs["input_word_ids"]))  # (B, S, H)
-        encoder_outputs = []
-        for layer in self.decoder_layers:
-            x = layer(x, inputs["input_mask"])  # (B, S, H)
-            encoder_outputs.append(x)
+        encoder_outputs = run_blocks(self.decoder_layers, x, inputs["input_mask"])
+        x = encoder_outputs[-1]
         logits = self.token_embedding(x, reverse=True)  # (B, S, V)
-        outputs = {
+        return {
             "sequence_output": x,
             "lm_logits": keras.ops.cast(logits, "float32"),
             "encoder_outputs": encoder_outputs,
         }
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy  # functional Model.__init__ drops `dtype`
-
-        # === Config ===
-        self.gpt_config = config
-        for key, value in config.to_dict().items():
-            setattr(self, key, value)
 
     @classmethod
     def from_config_object(cls, config, **kwargs):
@@ -161,8 +161,7 @@ class GptBackbone(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
-                **self.gpt_config.to_dict()}
+        return backbone_config(self, self.gpt_config.to_dict())
 
     @classmethod
     def from_config(cls, config):

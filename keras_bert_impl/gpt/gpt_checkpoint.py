@@ -13,11 +13,9 @@ output columns are [query | key | value], each split into heads as
 
 import os
 import re
-import tempfile
 
 import keras
 import numpy as np
-import safetensors.numpy
 
 from keras_bert_impl.base.json_files import copy_atomic
 from keras_bert_impl.base.json_files import read_json_file
@@ -25,8 +23,8 @@ from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
+from keras_bert_impl.checkpoints.hf_files import write_hf_tensors
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_config import GptConfig
 
@@ -202,16 +200,7 @@ def save_gpt_checkpoint(backbone, folder, vocab_files=None):
         LM_PREFIX + key: np.ascontiguousarray(keras.ops.convert_to_numpy(variable), np.float32)
         for key, variable in gpt_hf_variables(backbone).items()
     }
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".safetensors")
-    os.close(fd)
-    try:
-        # "pt": transformers loads only safetensors files marked as PyTorch's.
-        safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
-        as_if_created(tmp)
-        os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_hf_tensors(folder, tensors)
     write_json_atomic(os.path.join(folder, CONFIG_FILE), backbone.gpt_config.to_hf_dict())
     for src, name in zip(vocab_files or (), VOCAB_FILES):
         copy_atomic(src, os.path.join(folder, name))

@@ -2,13 +2,14 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, S=sequence, P=positions, H=hidden
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GptEmbeddings(keras.layers.Layer):
+class GptEmbeddings(NamedConfig, keras.layers.Layer):
     """Adds a learned position embedding to the token embeddings, then dropout.
 
     OpenAI GPT's input (`finetune-transformer-lm`'s `embed`): the sum of the
@@ -34,6 +35,8 @@ class GptEmbeddings(keras.layers.Layer):
     (3, 7, 12)
     """
 
+    config_names = ("n_positions", "n_embd", "embd_pdrop", "initializer_range")
+
     def __init__(self, n_positions, n_embd, embd_pdrop=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.n_positions = n_positions
@@ -58,13 +61,3 @@ class GptEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, token_embeddings_shape):
         return token_embeddings_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            n_positions=self.n_positions,
-            n_embd=self.n_embd,
-            embd_pdrop=self.embd_pdrop,
-            initializer_range=self.initializer_range,
-        )
-        return config

@@ -2,11 +2,13 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # B=batch, S=sequence, H=hidden, K=mixed layers
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class ScalarMix(keras.layers.Layer):
+class ScalarMix(NamedConfig, keras.layers.Layer):
     """`gamma * sum_k softmax(w + 1/K)_k * layer_k`: ELMo's task-specific mix.
 
     Peters et al. 2018, Eq. 1, as bilm-tf's `weight_layers`: `w` starts at
@@ -41,6 +43,8 @@ class ScalarMix(keras.layers.Layer):
     >>> mix([np.ones((2, 5, 4))] * 3).shape
     TensorShape([2, 5, 4])
     """
+
+    config_names = ("num_layers", "l2_coef", "do_layer_norm")
 
     def __init__(self, num_layers, l2_coef=0.0, do_layer_norm=False, **kwargs):
         super().__init__(**kwargs)
@@ -97,9 +101,3 @@ class ScalarMix(keras.layers.Layer):
 
     def compute_output_shape(self, layers_shape, mask_shape=None):
         return layers_shape[0]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_layers=self.num_layers, l2_coef=self.l2_coef,
-                      do_layer_norm=self.do_layer_norm)
-        return config

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, S=query positions, T=key positions, H=hidden, N=heads, D=H // N
@@ -33,7 +34,7 @@ def causal_attention_bias(length, key_length=None, query_offset=0):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class SelfAttention(keras.layers.Layer):
+class SelfAttention(NamedConfig, keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with a padding mask.
 
     "Attention Is All You Need" Sec. 3.2, as the original BERT `attention_layer`:
@@ -67,6 +68,9 @@ class SelfAttention(keras.layers.Layer):
     Returns:
         `(B, S, H)`, after the output projection (before residual/LayerNorm).
     """
+
+    config_names = ("hidden_size", "num_attention_heads", "attention_probs_dropout_prob",
+                    "initializer_range", "causal")
 
     def __init__(
         self,
@@ -186,14 +190,3 @@ class SelfAttention(keras.layers.Layer):
 
     def compute_output_shape(self, inputs_shape, input_mask_shape=None, query_inputs_shape=None):
         return query_inputs_shape or inputs_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            causal=self.causal,
-        )
-        return config

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.select_positions import select_positions
 from keras_bert_impl.layers.self_attention import SelfAttention
@@ -17,7 +18,7 @@ from keras_bert_impl.speed.row_branches import encoder_in_row_branches
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class TransformerEncoder(keras.layers.Layer):
+class TransformerEncoder(NamedConfig, keras.layers.Layer):
     """Self-attention and feed-forward sublayers, each residual + LayerNorm.
 
     "Attention Is All You Need" Sec. 3.1 with the post-LayerNorm placement
@@ -52,6 +53,10 @@ class TransformerEncoder(keras.layers.Layer):
     >>> block(np.ones((3, 7, 12)), np.ones((3, 7), "int32")).shape
     (3, 7, 12)
     """
+
+    config_names = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act",
+                    "hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range",
+                    "layer_norm_eps", "causal")
 
     def __init__(
         self,
@@ -157,21 +162,6 @@ class TransformerEncoder(keras.layers.Layer):
         if query_positions_shape is None:
             return inputs_shape
         return tuple(query_positions_shape) + (inputs_shape[-1],)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps,
-            causal=self.causal,
-        )
-        return config
 
 
 def encoder_blocks(model):

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 _LEVELS = 1 << 32  # a 32-bit draw per element
 _GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: separates the two halves of the seed
 
@@ -45,7 +47,7 @@ def _dropout(x, seed, threshold, scale):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class FastDropout(keras.layers.Layer):
+class FastDropout(NamedConfig, keras.layers.Layer):
     """Inverted dropout drawing by a counter-based hash, fused in one pass on CPU.
 
     `keras.layers.Dropout` draws one float per element from TensorFlow's
@@ -77,6 +79,8 @@ class FastDropout(keras.layers.Layer):
         Same shape and dtype as `inputs`; kept values scaled by 1/(1-rate).
     """
 
+    config_names = ("rate", "seed")
+
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not 0.0 <= rate < 1.0:
@@ -96,8 +100,3 @@ class FastDropout(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return input_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(rate=self.rate, seed=self.seed)
-        return config

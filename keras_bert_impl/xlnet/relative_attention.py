@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, L=query length (this segment), P=predicted positions (query
@@ -52,7 +53,7 @@ def _plus_head_bias(queries, bias):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class RelativeAttentionBiases(keras.layers.Layer):
+class RelativeAttentionBiases(NamedConfig, keras.layers.Layer):
     """XLNet's `r_w_bias`, `r_r_bias` and `r_s_bias` (each `(N, D)`).
 
     The biases added to the queries before the content (`r_w`), position
@@ -73,6 +74,8 @@ class RelativeAttentionBiases(keras.layers.Layer):
         `(3, N, D)`: `[r_w_bias, r_r_bias, r_s_bias]`.
     """
 
+    config_names = ("n_head", "d_head", "initializer_range")
+
     def __init__(self, n_head, d_head, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.n_head = n_head
@@ -92,15 +95,9 @@ class RelativeAttentionBiases(keras.layers.Layer):
     def compute_output_shape(self, inputs_shape):
         return (3, self.n_head, self.d_head)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(n_head=self.n_head, d_head=self.d_head,
-                      initializer_range=self.initializer_range)
-        return config
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class RelativeAttention(keras.layers.Layer):
+class RelativeAttention(NamedConfig, keras.layers.Layer):
     """Relative multi-head attention over memory and segment, one or two streams.
 
     Transformer-XL's attention (Dai et al. 2019, Sec. 3.3) with XLNet's
@@ -152,6 +149,8 @@ class RelativeAttention(keras.layers.Layer):
         `(content_out (B, L, H), query_out (B, P, H) or None)`: attention
         after the output projection (before dropout, residual, LayerNorm).
     """
+
+    config_names = ("d_model", "n_head", "d_head", "dropout", "initializer_range")
 
     def __init__(self, d_model, n_head, d_head, dropout=0.0, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
@@ -267,9 +266,3 @@ class RelativeAttention(keras.layers.Layer):
                                 self.compute_dtype)  # (H, N*D)
         out = keras.ops.matmul(flat, keras.ops.transpose(kernel))  # (B*Q, H)
         return keras.ops.reshape(out, (batch, length, self.d_model))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, n_head=self.n_head, d_head=self.d_head,
-                      dropout=self.dropout, initializer_range=self.initializer_range)
-        return config

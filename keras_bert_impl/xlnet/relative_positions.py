@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # L=query length (this segment), M=memory length, K=M + L keys,
 # R=relative positions (K + L for "bi", K + 1 for "uni"), H=d_model,
 # S=position streams (2 with bi_data: forward and backward, else 1)
@@ -49,7 +51,7 @@ def sinusoid_encoding(positions, d_model):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class RelativePositionEncoding(keras.layers.Layer):
+class RelativePositionEncoding(NamedConfig, keras.layers.Layer):
     """The sinusoids of every relative distance a segment's attention needs.
 
     Transformer-XL (Dai et al. 2019, Sec. 3.3) as XLNet's
@@ -77,6 +79,8 @@ class RelativePositionEncoding(keras.layers.Layer):
     TensorShape([1, 14, 12])
     """
 
+    config_names = ("d_model", "attn_type", "bi_data", "clamp_len")
+
     def __init__(self, d_model, attn_type="bi", bi_data=False, clamp_len=-1, **kwargs):
         super().__init__(**kwargs)
         if attn_type not in ("bi", "uni"):
@@ -98,9 +102,3 @@ class RelativePositionEncoding(keras.layers.Layer):
 
     def compute_output_shape(self, content_shape, memory_shape=None):
         return (2 if self.bi_data else 1, None, self.d_model)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, attn_type=self.attn_type, bi_data=self.bi_data,
-                      clamp_len=self.clamp_len)
-        return config

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
+
 # B=batch, L=sequence (this segment), M=memory, K=M + L keys, P=predicted
 # positions, R=relative positions
 
@@ -10,7 +12,7 @@ MASK_VALUE = -1e30
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetAttentionMasks(keras.layers.Layer):
+class XLNetAttentionMasks(NamedConfig, keras.layers.Layer):
     """The masks and segment relations every `RelativeAttention` reads.
 
     As the original `transformer_xl`: key j is blocked for query i when
@@ -43,6 +45,8 @@ class XLNetAttentionMasks(keras.layers.Layer):
         `query_bias`, `query_segment_diff` `(B, 1, P, K)`, `query_shift`
         int32 `(B, 1, P, K)`, `query_valid` float32 `(B, 1, P, 1)`.
     """
+
+    config_names = ("attn_type", "same_length")
 
     def __init__(self, attn_type="bi", same_length=False, **kwargs):
         super().__init__(**kwargs)
@@ -100,8 +104,3 @@ class XLNetAttentionMasks(keras.layers.Layer):
     @staticmethod
     def _bias(blocked):
         return keras.ops.where(blocked, MASK_VALUE, 0.0)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(attn_type=self.attn_type, same_length=self.same_length)
-        return config

@@ -3,6 +3,10 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.base.backbone import backbone_config
+from keras_bert_impl.base.backbone import dtype_policy_of
+from keras_bert_impl.base.backbone import keep_config
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.base.sequence_checks import check_sequence_inputs
 from keras_bert_impl.layers.tied_word_embedding import TiedWordEmbedding
 from keras_bert_impl.speed.fast_dropout import FastDropout
@@ -101,8 +105,25 @@ def cache_memory(memory, states, mem_len, reuse_len=None):
     return keras.ops.stop_gradient(states[:, -mem_len:])
 
 
+def _backbone_inputs(config, two_stream):
+    """`{name: keras.Input}` of a backbone of this config and stream mode."""
+    inputs = {
+        "input_word_ids": keras.Input((None,), dtype="int32", name="input_word_ids"),
+        "input_type_ids": keras.Input((None,), dtype="int32", name="input_type_ids"),
+        "input_mask": keras.Input((None,), dtype="float32", name="input_mask"),
+    }
+    if two_stream:
+        inputs["perm_mask"] = keras.Input((None, None), dtype="float32", name="perm_mask")
+        inputs["target_mapping"] = keras.Input((None, None), dtype="float32",
+                                               name="target_mapping")
+    if config.uses_memory:
+        inputs[MEMORY_INPUT] = keras.Input((config.n_layer, None, config.d_model),
+                                           dtype="float32", name=MEMORY_INPUT)
+    return inputs
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class MaskEmbedding(keras.layers.Layer):
+class MaskEmbedding(NamedConfig, keras.layers.Layer):
     """XLNet's learned `mask_emb` `(1, 1, H)`: where the query stream starts.
 
     Call arguments:
@@ -111,6 +132,8 @@ class MaskEmbedding(keras.layers.Layer):
     Returns:
         `(B, P, H)`, `mask_emb` at every predicted position.
     """
+
+    config_names = ("d_model", "initializer_range")
 
     def __init__(self, d_model, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
@@ -128,11 +151,6 @@ class MaskEmbedding(keras.layers.Layer):
 
     def compute_output_shape(self, target_mapping_shape):
         return tuple(target_mapping_shape[:2]) + (self.d_model,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, initializer_range=self.initializer_range)
-        return config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -237,12 +255,20 @@ class XLNetBackbone(keras.Model):
         )  # validates every value
         if not isinstance(two_stream, bool):
             raise ValueError(f"`two_stream` must be True or False. Received: {two_stream!r}.")
-        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
-        init = keras.initializers.RandomNormal(stddev=initializer_range)
+        policy = dtype_policy_of(dtype)
+        self._create_layers(config, two_stream, policy)
+        inputs = _backbone_inputs(config, two_stream)
+        super().__init__(inputs=inputs, outputs=self._graph_outputs(inputs, config, two_stream),
+                         **kwargs)
+        keep_config(self, policy, "xlnet_config", config,
+                    {"two_stream": two_stream, **config.to_dict()})
 
-        # === Layers ===
+    def _create_layers(self, config, two_stream, policy):
+        d_model, n_head, dropout = config.d_model, config.n_head, config.dropout
+        initializer_range = config.initializer_range
+        init = keras.initializers.RandomNormal(stddev=initializer_range)
         self.word_embedding = TiedWordEmbedding(
-            vocab_size, d_model, embeddings_initializer=init, dtype=policy,
+            config.vocab_size, d_model, embeddings_initializer=init, dtype=policy,
             name="word_embedding")
         self.mask_embedding = MaskEmbedding(d_model, initializer_range, dtype=policy,
                                             name="mask_embedding")
@@ -251,37 +277,30 @@ class XLNetBackbone(keras.Model):
         self.mask_embedding.trainable = two_stream
         self.embedding_dropout = FastDropout(dropout, dtype=policy, name="embedding_dropout")
         self.position_encoding = RelativePositionEncoding(
-            d_model, attn_type, bi_data, clamp_len, dtype=policy, name="position_encoding")
+            d_model, config.attn_type, config.bi_data, config.clamp_len, dtype=policy,
+            name="position_encoding")
         self.position_dropout = FastDropout(dropout, dtype=policy, name="position_dropout")
         self.attention_masks = XLNetAttentionMasks(
-            attn_type, same_length, dtype="float32", name="attention_masks")
+            config.attn_type, config.same_length, dtype="float32", name="attention_masks")
         # untie_r: one set of r_w, r_r, r_s biases per block; else one shared set.
+        untie_r = config.untie_r
         self.attention_biases = [
             RelativeAttentionBiases(n_head, config.d_head, initializer_range, dtype=policy,
                                     name=f"attention_biases_{i}" if untie_r else "attention_biases")
-            for i in range(n_layer if untie_r else 1)
+            for i in range(config.n_layer if untie_r else 1)
         ]
         self.blocks = [
-            XLNetBlock(d_model, n_head, config.d_head, d_inner, ff_activation, dropout,
-                       layer_norm_eps, initializer_range, dtype=policy, name=f"layer_{i}")
-            for i in range(n_layer)
+            XLNetBlock(d_model, n_head, config.d_head, config.d_inner, config.ff_activation,
+                       dropout, config.layer_norm_eps, initializer_range, dtype=policy,
+                       name=f"layer_{i}")
+            for i in range(config.n_layer)
         ]
         self.output_dropout = FastDropout(dropout, dtype=policy, name="output_dropout")
 
-        # === Functional graph ===
-        inputs = {
-            "input_word_ids": keras.Input((None,), dtype="int32", name="input_word_ids"),
-            "input_type_ids": keras.Input((None,), dtype="int32", name="input_type_ids"),
-            "input_mask": keras.Input((None,), dtype="float32", name="input_mask"),
-        }
-        if two_stream:
-            inputs["perm_mask"] = keras.Input((None, None), dtype="float32", name="perm_mask")
-            inputs["target_mapping"] = keras.Input((None, None), dtype="float32",
-                                                   name="target_mapping")
-        mems = None
-        if config.uses_memory:
-            mems = keras.Input((n_layer, None, d_model), dtype="float32", name=MEMORY_INPUT)
-            inputs[MEMORY_INPUT] = mems
+    def _graph_outputs(self, inputs, config, two_stream):
+        """The functional graph: embeddings, positions and masks, the blocks
+        (both streams with `two_stream`), the memory they cache."""
+        mems = inputs.get(MEMORY_INPUT)
         word = self.word_embedding(inputs["input_word_ids"])  # (B, L, H)
         content = self.embedding_dropout(word)
         first_memory = None if mems is None else mems[:, 0]  # (B, M, H)
@@ -297,8 +316,8 @@ class XLNetBackbone(keras.Model):
         for i, block in enumerate(self.blocks):
             memory = None if mems is None else mems[:, i]  # (B, M, H)
             if mems is not None:
-                new_mems.append(cache_memory(memory, content, mem_len, reuse_len))
-            bias = biases[i if untie_r else 0]
+                new_mems.append(cache_memory(memory, content, config.mem_len, config.reuse_len))
+            bias = biases[i if config.untie_r else 0]
             if two_stream:
                 content, query = block(content, positions, bias, masks, memory=memory,
                                        query=query)  # (B, L, H), (B, P, H)
@@ -313,14 +332,7 @@ class XLNetBackbone(keras.Model):
             outputs["query_output"] = self.output_dropout(query)
         if mems is not None:
             outputs["new_mems"] = keras.ops.stack(new_mems, axis=1)  # (B, n, M', H)
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-        self.dtype_policy = policy  # functional Model.__init__ drops `dtype`
-
-        # === Config ===
-        self.xlnet_config = config
-        self.two_stream = two_stream
-        for key, value in config.to_dict().items():
-            setattr(self, key, value)
+        return outputs
 
     @classmethod
     def from_config_object(cls, config, **kwargs):
@@ -332,8 +344,8 @@ class XLNetBackbone(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "dtype": self.dtype_policy.name,
-                **self.xlnet_config.to_dict(), "two_stream": self.two_stream}
+        return backbone_config(self, {**self.xlnet_config.to_dict(),
+                                      "two_stream": self.two_stream})
 
     @classmethod
     def from_config(cls, config):

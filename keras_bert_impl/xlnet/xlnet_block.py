@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.speed.fast_layer_norm import FastLayerNormalization
@@ -12,7 +13,7 @@ from keras_bert_impl.xlnet.xlnet_config import ACTIVATIONS
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetBlock(keras.layers.Layer):
+class XLNetBlock(NamedConfig, keras.layers.Layer):
     """Relative attention and a feed-forward network, each residual + LayerNorm.
 
     The original `two_stream_rel_attn` + `positionwise_ffn`: `x = LN(x +
@@ -42,6 +43,9 @@ class XLNetBlock(keras.layers.Layer):
         content `(B, L, H)`; with `query`, the pair `(content, query
         (B, P, H))`.
     """
+
+    config_names = ("d_model", "n_head", "d_head", "d_inner", "ff_activation", "dropout",
+                    "layer_norm_eps", "initializer_range")
 
     def __init__(
         self,
@@ -122,17 +126,3 @@ class XLNetBlock(keras.layers.Layer):
         if query is None:
             return out
         return out, keras.KerasTensor(query.shape, dtype=self.compute_dtype)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            d_model=self.d_model,
-            n_head=self.n_head,
-            d_head=self.d_head,
-            d_inner=self.d_inner,
-            ff_activation=self.ff_activation,
-            dropout=self.dropout,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-        )
-        return config

@@ -14,19 +14,17 @@ loaded only when every layer holds the same values.
 """
 
 import os
-import tempfile
 
 import keras
 import numpy as np
-import safetensors.numpy
 
 from keras_bert_impl.base.json_files import read_json_file
 from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
+from keras_bert_impl.checkpoints.hf_files import write_hf_tensors
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-from keras_bert_impl.file_modes import as_if_created
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_config import XLNetConfig
 from keras_bert_impl.xlnet.xlnet_pretrainer import XLNetPretrainer
@@ -279,16 +277,7 @@ def save_xlnet_checkpoint(model, folder):
     if prefix:
         tensors[LM_BIAS] = keras.ops.convert_to_numpy(model.lm_bias).astype(np.float32)
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".safetensors")
-    os.close(fd)
-    try:
-        # "pt": transformers loads only safetensors files marked as PyTorch's.
-        safetensors.numpy.save_file(tensors, tmp, metadata={"format": "pt"})
-        as_if_created(tmp)
-        os.replace(tmp, os.path.join(folder, WEIGHTS_FILE))
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    write_hf_tensors(folder, tensors)
     values = config.to_hf_dict()
     values["architectures"] = [architecture]
     write_json_atomic(os.path.join(folder, CONFIG_FILE), values)

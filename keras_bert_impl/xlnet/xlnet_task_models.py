@@ -30,6 +30,7 @@ SavedModel takes int32 ids only, as BERT's.
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
@@ -83,7 +84,7 @@ def _check_count(name, value, minimum):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetSequenceSummary(keras.layers.Layer):
+class XLNetSequenceSummary(NamedConfig, keras.layers.Layer):
     """A row's summary: its last state, Dense(H) + tanh, dropout.
 
     The original `summarize_sequence(summary_type="last", use_proj=True)`
@@ -109,6 +110,8 @@ class XLNetSequenceSummary(keras.layers.Layer):
     TensorShape([3, 12])
     """
 
+    config_names = ("d_model", "dropout", "initializer_range")
+
     def __init__(self, d_model, dropout=0.1, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         _check_count("d_model", d_model, 1)
@@ -133,12 +136,6 @@ class XLNetSequenceSummary(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_output_shape):
         return (sequence_output_shape[0], self.d_model)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, dropout=self.dropout,
-                      initializer_range=self.initializer_range)
-        return config
 
 
 class _FoldChoices(keras.layers.Layer):

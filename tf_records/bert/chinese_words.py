@@ -25,6 +25,9 @@ only when a segmenter is asked for.
 """
 
 import importlib.metadata
+import importlib.util
+import logging
+import warnings
 
 import numpy as np
 
@@ -42,8 +45,6 @@ def check_segmenter(name):
     if name not in SEGMENTERS:
         raise ValueError(f"Unknown Chinese word segmenter {name!r}; known: "
                          f"{', '.join(SEGMENTERS)}.")
-    import importlib.util
-
     if importlib.util.find_spec(name) is None:
         raise ImportError(f"The Chinese word segmenter {name!r} is not installed: "
                           f"{INSTALL_HINT}.")
@@ -66,14 +67,11 @@ def load_segmenter(name):
     if name in _SEGMENTERS:
         return _SEGMENTERS[name]
     check_segmenter(name)
-    import logging
-    import warnings
-
     with warnings.catch_warnings():
         # jieba 0.42 imports the deprecated pkg_resources: a UserWarning at
         # every worker start that says nothing about the data.
         warnings.simplefilter("ignore", UserWarning)
-        import jieba
+        import jieba  # lazy: optional dependency, pip install keras_bert_impl[chinese]
     # Its dictionary-loading lines on stderr would interleave with the
     # writer's progress, once per worker.
     jieba.setLogLevel(logging.WARNING)
@@ -140,7 +138,9 @@ def _is_cjk(char):
     (it tests eight code-point ranges; this runs for every character)."""
     found = _CJK_SEEN.get(char)
     if found is None:
-        # A module, not the package: a writer worker imports no TensorFlow.
+        # A module, not the package: a worker imports this file before
+        # `writer._tensorflow_free_worker` lets it import keras_bert_impl's modules.
+        # lazy: the writer's worker processes import no TensorFlow
         from keras_bert_impl.tokenizers.basic_tokenizer import is_cjk
 
         found = _CJK_SEEN[char] = is_cjk(char)

@@ -278,17 +278,8 @@ def create_instances_from_document(documents, document_index, config, vocab, rng
                 else:
                     is_random_next = len(chunk) == 1 or rng.random() < 0.5
                 if is_random_next:
-                    target_b_length = target_seq_length - len(tokens_a)
-                    for _ in range(10):
-                        random_index = _randint(rng, 0, len(documents) - 1)
-                        if random_index != document_index:
-                            break
-                    random_document = documents[random_index]
-                    start = _randint(rng, 0, len(random_document) - 1)
-                    for j in range(start, len(random_document)):
-                        tokens_b.extend(random_document[j])
-                        if len(tokens_b) >= target_b_length:
-                            break
+                    tokens_b = _random_next(documents, document_index,
+                                            target_seq_length - len(tokens_a), rng)
                     # Segments of the chunk not used go back to be used next.
                     i -= len(chunk) - a_end
                 elif not tokens_b:
@@ -307,6 +298,24 @@ def create_instances_from_document(documents, document_index, config, vocab, rng
             chunk_length = 0
         i += 1
     return instances
+
+
+def _random_next(documents, document_index, target_b_length, rng):
+    """Segment B of a "random next" pair: consecutive segments of another
+    document (ten draws to avoid this one), from a random one on, until
+    `target_b_length` tokens."""
+    for _ in range(10):
+        random_index = _randint(rng, 0, len(documents) - 1)
+        if random_index != document_index:
+            break
+    random_document = documents[random_index]
+    start = _randint(rng, 0, len(random_document) - 1)
+    tokens_b = []
+    for j in range(start, len(random_document)):
+        tokens_b.extend(random_document[j])
+        if len(tokens_b) >= target_b_length:
+            break
+    return tokens_b
 
 
 def create_instances(documents, config, vocab, dupe_factor, rng):

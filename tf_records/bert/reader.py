@@ -4,6 +4,7 @@ import os
 
 import tensorflow as tf
 
+from keras_bert_impl.base.sequence_checks import check_fits_positions
 from tf_records.bert.dynamic_masking import mask_batch
 from tf_records.bert.schema import RecordSchema
 from tf_records.bert.schema import to_model_inputs
@@ -13,8 +14,11 @@ from tf_records.manifest import check_shard_framing
 from tf_records.manifest import count_records
 from tf_records.manifest import pipeline_share
 from tf_records.manifest import read_manifest
+from tf_records.manifest import shard_paths
 from tf_records.manifest import verify_shards
 from tf_records.plain import plain
+from tf_records.record_passes import pass_numbers
+from tf_records.record_passes import shuffled_pass
 
 
 def check_schema(manifest, model_config=None, schema=None):
@@ -26,25 +30,12 @@ def check_schema(manifest, model_config=None, schema=None):
             if data[key] != value:
                 raise ValueError(f"The data has {key}={data[key]}, but {value} was asked for.")
     if model_config is not None:
-        from keras_bert_impl.base.sequence_checks import check_fits_positions
-
         check_fits_positions(data["max_seq_length"], model_config, "The data's max_seq_length")
 
 
-def pretraining_dataset(
-    source,
-    batch_size,
-    schema=None,
-    input_context=None,
-    shuffle_buffer=10_000,
-    seed=0,
-    repeat=True,
-    verify_checksums=False,
-    model_config=None,
-    dynamic_masking=None,
-    start_batch=0,
-    length_grouping=0,
-):
+def pretraining_dataset(source, batch_size, schema=None, input_context=None, shuffle_buffer=10_000,
+                        seed=0, repeat=True, verify_checksums=False, model_config=None,
+                        dynamic_masking=None, start_batch=0, length_grouping=0):
     """Batches of `(x, y, sample_weight)` for `BertPretrainer.fit`.
 
     The stream is a pure function of `seed`: pass `p` over this pipeline's
@@ -81,6 +72,57 @@ def pretraining_dataset(
             leave it 0 where XLA needs static shapes (TPUs). 0 or 1: off,
             every batch `S` long.
     """
+    manifest, schema, files, counts, dynamic_masking = _source(
+        source, schema, model_config, verify_checksums, dynamic_masking)
+    files, counts = _pipeline_files(files, counts, input_context)
+    if repeat and sum(counts) < batch_size:
+        raise ValueError(f"{source}: {sum(counts)} records, fewer than one batch of {batch_size}.")
+    group = max(1, length_grouping) if repeat else 1  # batches sorted by length together
+    start_group, skip_batches = divmod(start_batch, group)
+    ds = _record_batches(files, sum(counts), batch_size, group, start_batch, shuffle_buffer,
+                         seed, repeat)
+    if dynamic_masking:
+        ds = ds.enumerate(start=start_group if group > 1 else start_batch)
+    parse = _parser(schema, manifest if dynamic_masking else None, seed)
+    ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if group > 1:
+        ds = ds.enumerate(start=start_group).flat_map(plain(lambda index, batch: group_by_length(
+            batch, batch_size, tf.stack([tf.cast(seed, tf.int64), index]))))
+        ds = ds.skip(skip_batches)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _pipeline_files(files, counts, input_context):
+    """This input pipeline's share of the files and their record counts
+    (counted from the files when the counts are not known)."""
+    if input_context is not None:
+        files, counts = pipeline_share(files, counts, input_context)
+    if counts is None:
+        counts = [count_records(f) for f in files]
+    return files, counts
+
+
+def _record_batches(files, records_per_pass, batch_size, group, start_batch, shuffle_buffer,
+                    seed, repeat):
+    """`(records, pass numbers)` in batches of `batch_size * group` (a static
+    size, for TPUs and XLA), from the group holding batch `start_batch` on."""
+    start_group = start_batch // group
+    first_pass, skip_records = divmod(start_group * group * batch_size, records_per_pass) if (
+        repeat) else (0, start_batch * batch_size)
+    files = tf.constant(files)
+    # Each record carries its pass number (for the mask seed of dynamic masking).
+    ds = pass_numbers(repeat, first_pass).flat_map(plain(lambda p: shuffled_pass(
+        files, shuffle_buffer, seed, p).map(plain(lambda record: (record, p)))))
+    ds = ds.skip(skip_records).batch(batch_size * group, drop_remainder=True)
+    if not repeat:  # known length: Keras shows progress and does not warn at the end
+        ds = ds.apply(tf.data.experimental.assert_cardinality(
+            max(0, records_per_pass - skip_records) // batch_size))
+    return ds
+
+
+def _source(source, schema, model_config, verify_checksums, dynamic_masking):
+    """-> (manifest or None, schema, shard paths, their record counts or None,
+    dynamic_masking); a manifest is read and checked, a file pattern globbed."""
     manifest_path = source if os.path.isdir(source) else None
     if source.endswith(".json"):
         manifest_path = source
@@ -92,7 +134,7 @@ def pretraining_dataset(
         check_shard_framing(manifest)
         if verify_checksums:
             verify_shards(manifest)
-        files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+        files = shard_paths(manifest)
         counts = [s["records"] for s in manifest["shards"]]
         unmasked = manifest["instance_config"].get("unmasked", False)
         if dynamic_masking is None:
@@ -102,82 +144,39 @@ def pretraining_dataset(
     else:
         if dynamic_masking:
             raise ValueError("dynamic_masking needs a manifest (vocabulary size and special ids).")
-        files = sorted(tf.io.gfile.glob(source))
-        counts = None
+        manifest, files, counts = None, sorted(tf.io.gfile.glob(source)), None
         schema = schema or RecordSchema()
     if not files:
         raise ValueError(f"No TFRecord files in {source}.")
-    if input_context is not None:
-        files, counts = pipeline_share(files, counts, input_context)
-    if counts is None:
-        counts = [count_records(f) for f in files]
-    records_per_pass = sum(counts)
-    if repeat and records_per_pass < batch_size:
-        raise ValueError(f"{source}: {records_per_pass} records, fewer than one batch of {batch_size}.")
-    group = max(1, length_grouping) if repeat else 1  # batches sorted by length together
-    start_group, skip_batches = divmod(start_batch, group)
-    first_pass, skip_records = divmod(start_group * group * batch_size, records_per_pass) if (
-        repeat) else (0, start_batch * batch_size)
+    return manifest, schema, files, counts, dynamic_masking
+
+
+def _parser(schema, masking_manifest, seed):
+    """The batches' parse: records -> `(x, y, sample_weight)`. With the
+    manifest of unmasked records, each batch is masked anew: its mask seed
+    is (seed, its index in the stream) folded with its pass, so new masks
+    for every batch and epoch, the same after a resume."""
     spec = schema.feature_spec()
-    files = tf.constant(files)
-
-    def one_pass(p):
-        p = tf.cast(p, tf.int64)
-        order = files
-        if shuffle_buffer:
-            order = tf.random.experimental.stateless_shuffle(files, seed=tf.stack([seed, p]))
-        ds = tf.data.Dataset.from_tensor_slices(order).interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=min(len(counts), 8),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
-        if shuffle_buffer:
-            ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
-        return ds
-
-    if repeat:
-        passes = tf.data.Dataset.range(first_pass, 2**62)
-    else:
-        # A finite dataset iterated again (fit with epochs=N) gets the next
-        # pass number: a new order and, with dynamic masking, new masks.
-        iterations = tf.Variable(-1, dtype=tf.int64, trainable=False)
-        passes = tf.data.Dataset.range(1).map(plain(lambda _: iterations.assign_add(1)))
-    # Each record carries its pass number (for the mask seed below).
-    ds = passes.flat_map(plain(lambda p: one_pass(p).map(plain(lambda record: (record, p)))))
-    # TPUs/XLA: a static batch size.
-    ds = ds.skip(skip_records).batch(batch_size * group, drop_remainder=True)
-    if not repeat:  # known length: Keras shows progress and does not warn at the end
-        ds = ds.apply(tf.data.experimental.assert_cardinality(
-            max(0, records_per_pass - skip_records) // batch_size))
-    if dynamic_masking:
-        ids = manifest["special_ids"]
-        masking = manifest["instance_config"]
-
-        # The mask seed of a batch is (seed, its index in the stream) folded
-        # with its pass: new masks for every batch and epoch, the same after
-        # a resume.
-        def parse(index, batch):
-            records, pass_numbers = batch
-            batch_seed = tf.random.experimental.stateless_fold_in(
-                tf.stack([tf.cast(seed, tf.int64), index]), pass_numbers[0])
-            features = mask_batch(
-                tf.io.parse_example(records, spec), batch_seed,
-                manifest["vocab_size"], ids["cls"], ids["sep"], ids["mask"],
-                masking["masked_lm_prob"], schema.max_predictions_per_seq)
-            return to_model_inputs(features)
-
-        ds = ds.enumerate(start=start_group if group > 1 else start_batch)
-    else:
+    if masking_manifest is None:
         def parse(records, pass_numbers):
             del pass_numbers
             return to_model_inputs(tf.io.parse_example(records, spec))
-    ds = ds.map(plain(parse), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if group > 1:
-        ds = ds.enumerate(start=start_group).flat_map(plain(lambda index, batch: group_by_length(
-            batch, batch_size, tf.stack([tf.cast(seed, tf.int64), index]))))
-        ds = ds.skip(skip_batches)
-    return ds.prefetch(tf.data.AUTOTUNE)
+
+        return parse
+    ids = masking_manifest["special_ids"]
+    masking = masking_manifest["instance_config"]
+
+    def parse(index, batch):
+        records, pass_numbers = batch
+        batch_seed = tf.random.experimental.stateless_fold_in(
+            tf.stack([tf.cast(seed, tf.int64), index]), pass_numbers[0])
+        features = mask_batch(
+            tf.io.parse_example(records, spec), batch_seed,
+            masking_manifest["vocab_size"], ids["cls"], ids["sep"], ids["mask"],
+            masking["masked_lm_prob"], schema.max_predictions_per_seq)
+        return to_model_inputs(features)
+
+    return parse
 
 
 def to_left_to_right(x, y, sample_weight):

@@ -24,6 +24,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import random
 import sys
 import time
 
@@ -45,12 +46,13 @@ from tf_records.bert.schema import RecordSchema
 from tf_records.bert.schema import encode_examples
 from tf_records.bert.sentence_packing import create_packed_instances
 from tf_records.documents import documents_with_origin
+from tf_records.input_files import check_input_files
 from tf_records.input_files import line_bytes
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import MANIFEST_VERSION
 from tf_records.manifest import file_sha256
 from tf_records.records_folder import transactional
-from tf_records.tfrecord_file import write_tfrecord_file
+from tf_records.records_folder import write_shard
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,17 +91,9 @@ def _write_block(job):
     long_lines = []
     records, vocab_facts = block_records(index, block, vocab_file, instance_config, writer_config,
                                          long_lines=long_lines)
-    name = f"shard-{index:05d}.tfrecord"
-    tmp = os.path.join(output_dir, f".tmp-{name}")
-    try:
-        write_tfrecord_file(tmp, records)
-        os.replace(tmp, os.path.join(output_dir, name))
-    finally:  # no temporary shard left behind, whatever stopped the write
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    shard = write_shard(output_dir, index, records)
     size = sum(line_bytes(line) for document in block for line in document)
-    return {"file": name, "records": len(records), "sha256": file_sha256(os.path.join(output_dir, name)),
-            "documents": len(block), "bytes": size, "vocab": vocab_facts,
+    return {**shard, "documents": len(block), "bytes": size, "vocab": vocab_facts,
             "long_lines": [(origins[d][0], origins[d][1] + k, chars, tokens)
                            for d, k, chars, tokens in long_lines]}
 
@@ -118,27 +112,51 @@ def block_records(index, block, vocab_file, instance_config, writer_config, long
     `(document index in the block, line index in the document, characters,
     tokens)`.
     """
-    import random
+    tokenizer, vocab_info, vocab_facts = _tokenizer_state(vocab_file, writer_config.do_lower_case)
+    ids = _line_ids(block, tokenizer, vocab_info, instance_config.chinese_word_segmenter)
+    documents = _documents_of_ids(block, ids, instance_config, long_lines)
+    # Block 0 is seeded exactly as the original seeds its one generator, so a
+    # corpus that fits one block gives the original script's instances.
+    seed = writer_config.random_seed if index == 0 else f"{writer_config.random_seed}-{index}"
+    rng = random.Random(seed)
+    make = create_instances if instance_config.input_format == SEGMENT_PAIR else (
+        create_packed_instances)
+    instances = make(documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
+    records = _encode_instances(instances, instance_config, vocab_info,
+                                np.random.default_rng([writer_config.random_seed, index]))
+    return records, vocab_facts
 
-    # The modules, not the `keras_bert_impl.tokenizers` package: a worker
-    # imports no TensorFlow (see `_tensorflow_free_worker`).
-    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 
-    key = (vocab_file, writer_config.do_lower_case)
-    if key not in _WORKER_STATE:  # once per worker process, not per block
-        tokenizer = BertTokenizer(vocab_file, do_lower_case=writer_config.do_lower_case)
+def _tokenizer_state(vocab_file, do_lower_case):
+    """(BertTokenizer, VocabInfo, manifest facts) of the vocabulary, made
+    once per worker process, not per block."""
+    key = (vocab_file, do_lower_case)
+    if key not in _WORKER_STATE:
+        # The module, not the `keras_bert_impl.tokenizers` package.
+        # lazy: a worker process imports no TensorFlow (see `_tensorflow_free_worker`)
+        from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+
+        tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
         _WORKER_STATE[key] = (tokenizer, VocabInfo.from_vocab(tokenizer.vocab),
                               _vocab_facts(tokenizer.vocab))
-    tokenizer, vocab_info, vocab_facts = _WORKER_STATE[key]
+    return _WORKER_STATE[key]
+
+
+def _line_ids(block, tokenizer, vocab_info, segmenter):
+    """The token ids of every line of the block, in order; with a segmenter,
+    the words' later characters as marked ids (chinese_words.py), to the masking."""
     lines = [line for document in block for line in document]
-    segmenter = instance_config.chinese_word_segmenter
-    if segmenter:  # the words' later characters as marked ids (chinese_words.py), to the masking
+    if segmenter:
         segment = load_segmenter(segmenter)
-        ids = [mark_line(tokenizer, line, segment, vocab_info.vocab_size) for line in lines]
-    else:
-        # The Python tokenizer: its ids are the graph tokenizer's (tests/test_graph_tokenizer.py)
-        # and it needs no TensorFlow.
-        ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+        return [mark_line(tokenizer, line, segment, vocab_info.vocab_size) for line in lines]
+    # The Python tokenizer: its ids are the graph tokenizer's (tests/test_graph_tokenizer.py)
+    # and it needs no TensorFlow.
+    return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines]
+
+
+def _documents_of_ids(block, ids, instance_config, long_lines):
+    """The block's documents as lists of their non-empty lines' ids; lines too
+    long for any instance appended to `long_lines` (see `block_records`)."""
     documents, cursor = [], 0
     longest = instance_config.max_seq_length - 3  # [CLS] A [SEP] B [SEP]
     for d, document in enumerate(block):
@@ -149,28 +167,25 @@ def block_records(index, block, vocab_file, instance_config, writer_config, long
         segments = [s for s in line_ids if s]
         cursor += len(document)
         documents.append(segments)
-    # Block 0 is seeded exactly as the original seeds its one generator, so a
-    # corpus that fits one block gives the original script's instances.
-    seed = writer_config.random_seed if index == 0 else f"{writer_config.random_seed}-{index}"
-    rng = random.Random(seed)
-    make = create_instances if instance_config.input_format == SEGMENT_PAIR else (
-        create_packed_instances)
-    instances = make(documents, instance_config, vocab_info, writer_config.dupe_factor, rng)
+    return documents
+
+
+def _encode_instances(instances, instance_config, vocab_info, mask_rng):
+    """The instances padded, masked (unless written unmasked or masked by the
+    original's draws already) and serialized, in order."""
     input_ids, input_mask, segment_ids, next_labels = pack_instances(
         instances, instance_config.max_seq_length)
     word_continues = None
-    if segmenter:  # no marked id reaches a record
+    if instance_config.chinese_word_segmenter:  # no marked id reaches a record
         input_ids, word_continues = split_marks(input_ids, vocab_info.vocab_size)
     if instance_config.unmasked or instance_config.original_rng:
         positions, label_ids, weights = pack_predictions(
             instances, instance_config.max_predictions_per_seq)
     else:
         input_ids, positions, label_ids, weights = mask_block(
-            input_ids, input_mask, instance_config, vocab_info,
-            np.random.default_rng([writer_config.random_seed, index]), word_continues)
-    records = list(encode_examples(input_ids, input_mask, segment_ids, positions,
-                                   label_ids, weights, next_labels))
-    return records, vocab_facts
+            input_ids, input_mask, instance_config, vocab_info, mask_rng, word_continues)
+    return list(encode_examples(input_ids, input_mask, segment_ids, positions,
+                                label_ids, weights, next_labels))
 
 
 class LongLines:
@@ -227,6 +242,16 @@ def _vocab_facts(vocab):
             "special_ids": {name: vocab[f"[{name.upper()}]"] for name in ("pad", "cls", "sep", "mask")}}
 
 
+def vocab_file_facts(vocab_file):
+    """What the manifest says of the vocabulary in `vocab_file`: for a corpus
+    of no shards. Otherwise the shards' workers read it, and the writing
+    process never imports keras_bert_impl."""
+    # lazy: keras_bert_impl's `__init__` imports TensorFlow, which the writing process needs only here
+    from keras_bert_impl.bert.wordpiece import load_vocab
+
+    return _vocab_facts(load_vocab(vocab_file))
+
+
 _WORKER_STATE = {}
 
 
@@ -243,28 +268,45 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     instance_config = instance_config or InstanceConfig()
     writer_config = writer_config or WriterConfig()
     # Everything is checked before the output folder is touched.
-    if not input_files:
-        raise ValueError("No input files.")
-    for path in input_files:
-        if not os.path.isfile(path):
-            raise ValueError(f"Input file {path} does not exist.")
-    check_vocab_file(vocab_file)
-    if instance_config.chinese_word_segmenter:  # a missing jieba is named before any writing
-        check_segmenter(instance_config.chinese_word_segmenter)
+    _check_inputs(input_files, vocab_file, instance_config)
     blocks = _blocks(list(input_files), writer_config.documents_per_block)
     # Reads up to the first block: a file that cannot be read from its start
     # (a broken .gz, bytes that are not UTF-8) is named before the folder is
     # touched. No documents at all give a manifest of no shards (as Beam's).
     first = next(blocks, None)
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
     jobs = (
         (index, block, vocab_file, output_dir, instance_config, writer_config)
         for index, block in enumerate(itertools.chain([first] if first else [], blocks))
     )
+    shards = _written_shards(jobs, writer_config.num_workers, progress,
+                             instance_config.max_seq_length)
+    vocab_facts = shards[0]["vocab"] if shards else vocab_file_facts(vocab_file)
+    manifest = build_manifest(instance_config, writer_config, file_sha256(vocab_file),
+                              vocab_facts, shards)
+    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
+    tmp = os.path.join(output_dir, f".tmp-{MANIFEST_FILE}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
+    os.replace(tmp, manifest_path)
+    return manifest
+
+
+def _check_inputs(input_files, vocab_file, instance_config):
+    """`ValueError` (`ImportError` for a missing segmenter) naming the first
+    input at fault, before the output folder is touched."""
+    check_input_files(input_files)
+    check_vocab_file(vocab_file)
+    if instance_config.chinese_word_segmenter:  # a missing jieba is named before any writing
+        check_segmenter(instance_config.chinese_word_segmenter)
+
+
+def _written_shards(jobs, num_workers, progress, max_seq_length):
+    """Runs the jobs (`_run`), reporting progress after each shard and the
+    lines too long for any instance at the end; returns the shards' entries."""
     shards = []
-    long_lines = LongLines(instance_config.max_seq_length)
+    long_lines = LongLines(max_seq_length)
     start = time.time()
-    for shard in _run(jobs, writer_config.num_workers):
+    for shard in _run(jobs, num_workers):
         long_lines.add(shard.pop("long_lines"))
         shards.append(shard)
         if callable(progress):
@@ -280,19 +322,7 @@ def write_pretraining_data(input_files, vocab_file, output_dir, instance_config=
     if progress and not callable(progress):
         print(file=sys.stderr)
     long_lines.report()
-    if shards:  # the workers read the vocabulary; this process stays free of TensorFlow
-        vocab_facts = shards[0]["vocab"]
-    else:
-        from keras_bert_impl.bert.wordpiece import load_vocab
-
-        vocab_facts = _vocab_facts(load_vocab(vocab_file))
-    manifest = build_manifest(instance_config, writer_config, file_sha256(vocab_file),
-                              vocab_facts, shards)
-    tmp = os.path.join(output_dir, f".tmp-{MANIFEST_FILE}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2)
-    os.replace(tmp, manifest_path)
-    return manifest
+    return shards
 
 
 def build_manifest(instance_config, writer_config, vocab_sha256, vocab_facts, shards):

@@ -116,7 +116,15 @@ def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=Non
         return
     command = os.path.basename(argv[0]).removesuffix(".py").removeprefix("kbi-")
     quiet = QuietConsole(command, argv)
+    try:
+        app.run(_quiet_main(main, level, quiet, output_flag, swapped), **run_kwargs)
+    finally:
+        quiet.close()
 
+
+def _quiet_main(main, level, quiet, output_flag, swapped):
+    """`main` on the `quiet` console, its log joining the output folder as
+    the module docstring says."""
     def quiet_main(args):
         _set_python_logging(level)
         folder = flags.FLAGS[output_flag].value if output_flag else None
@@ -137,10 +145,7 @@ def run(main, module_name, output_flag="output_dir", flags_parser=None, argv=Non
                                          and os.listdir(folder))):
                 quiet.folder = folder
 
-    try:
-        app.run(quiet_main, **run_kwargs)
-    finally:
-        quiet.close()
+    return quiet_main
 
 
 class QuietConsole:

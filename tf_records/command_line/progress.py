@@ -163,6 +163,7 @@ def batch_progress(what, total=None, every_seconds=10.0, print_fn=print):
         total: int or None. Batches in the pass, if known.
         every_seconds, print_fn: as `Progress`.
     """
+    # lazy: command_line imports no Keras or TensorFlow (see tf_records/command_line/__init__.py)
     import keras
 
     class BatchProgress(keras.callbacks.Callback):

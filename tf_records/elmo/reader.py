@@ -9,8 +9,6 @@ exactly the stream from batch k on, so a resumed run continues where the
 checkpoint (which holds the LSTM states too) stopped.
 """
 
-import os
-
 import numpy as np
 import tensorflow as tf
 
@@ -20,22 +18,15 @@ from tf_records.elmo.schema import to_model_inputs
 from tf_records.manifest import check_kind
 from tf_records.manifest import check_shard_framing
 from tf_records.manifest import read_manifest
+from tf_records.manifest import shard_paths
 from tf_records.manifest import verify_shards
 from tf_records.plain import plain
 
 # B=batch (streams), T=unroll_steps, C=max_characters_per_token
 
 
-def elmo_dataset(
-    source,
-    batch_size,
-    max_characters_per_token=50,
-    start_batch=0,
-    repeat=True,
-    model_config=None,
-    input_context=None,
-    verify_checksums=False,
-):
+def elmo_dataset(source, batch_size, max_characters_per_token=50, start_batch=0, repeat=True,
+                 model_config=None, input_context=None, verify_checksums=False):
     """Batches of `(x, y, sample_weight)` for the biLM, rows continuing their streams.
 
     `x = {"char_ids", "char_ids_reverse"}` int32 `(B, T, C)`, `y =
@@ -64,27 +55,13 @@ def elmo_dataset(
     check_kind(manifest, ElmoRecordSchema.kind)
     schema = ElmoRecordSchema.from_manifest(manifest["schema"])
     folder = manifest["folder"]
-    if batch_size != schema.batch_size:
-        raise ValueError(
-            f"{folder} holds {schema.batch_size} interleaved streams; batch_size={batch_size} "
-            "would cut them (row k of a batch must continue row k of the one before). Read "
-            f"with batch_size={schema.batch_size}, or write the data again with "
-            f"--global_batch_size={batch_size}.")
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        raise ValueError(
-            f"ELMo's streams cannot be split between {input_context.num_input_pipelines} input "
-            "pipelines: train on one replica.")
+    _check_reading(manifest, schema, batch_size, model_config, input_context)
     if model_config is not None:
         max_characters_per_token = model_config.max_characters_per_token
-        vocab_size = model_config.n_tokens_vocab
-        if vocab_size is not None and manifest["vocab_size"] > vocab_size:
-            raise ValueError(
-                f"{folder} was written with a vocabulary of {manifest['vocab_size']} tokens, "
-                f"more than the model's n_tokens_vocab={vocab_size}.")
     check_shard_framing(manifest)
     if verify_checksums:
         verify_shards(manifest)
-    files = [os.path.join(folder, s["file"]) for s in manifest["shards"]]
+    files = shard_paths(manifest)
     records_per_pass = sum(s["records"] for s in manifest["shards"])
     if not records_per_pass:
         raise ValueError(f"{folder} holds no records.")
@@ -104,6 +81,28 @@ def elmo_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+def _check_reading(manifest, schema, batch_size, model_config, input_context):
+    """`ValueError` unless the batches keep the records' streams whole (one
+    pipeline, a batch of all the streams) and the model knows their ids."""
+    folder = manifest["folder"]
+    if batch_size != schema.batch_size:
+        raise ValueError(
+            f"{folder} holds {schema.batch_size} interleaved streams; batch_size={batch_size} "
+            "would cut them (row k of a batch must continue row k of the one before). Read "
+            f"with batch_size={schema.batch_size}, or write the data again with "
+            f"--global_batch_size={batch_size}.")
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        raise ValueError(
+            f"ELMo's streams cannot be split between {input_context.num_input_pipelines} input "
+            "pipelines: train on one replica.")
+    if model_config is not None:
+        vocab_size = model_config.n_tokens_vocab
+        if vocab_size is not None and manifest["vocab_size"] > vocab_size:
+            raise ValueError(
+                f"{folder} was written with a vocabulary of {manifest['vocab_size']} tokens, "
+                f"more than the model's n_tokens_vocab={vocab_size}.")
+
+
 def target_counts(source, vocab_size=None):
     """How often each id is a target in the records, both directions summed
     `(V,)` int64: the unigram baseline's frequencies. Reads only the ids."""
@@ -112,7 +111,7 @@ def target_counts(source, vocab_size=None):
     schema = ElmoRecordSchema.from_manifest(manifest["schema"])
     spec = {key: value for key, value in schema.feature_spec().items()
             if key.startswith("next_token_id") or key == "target_mask"}
-    files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+    files = shard_paths(manifest)
     counts = np.zeros(vocab_size or manifest["vocab_size"], np.int64)
     for features in tf.data.TFRecordDataset(files).batch(4096).map(
             plain(lambda records: tf.io.parse_example(records, spec))):

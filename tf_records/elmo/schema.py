@@ -29,7 +29,11 @@ these records, and the ELMo reader theirs.
 import dataclasses
 from typing import ClassVar
 
+import tensorflow as tf
+
+from keras_bert_impl.elmo.char_ids import tf_token_char_ids
 from keras_bert_impl.elmo.elmo_language_model import INPUT_NAMES
+from tf_records.manifest import KindSchema
 
 # B=batch (streams), T=unroll_steps, C=max_characters_per_token
 
@@ -38,7 +42,7 @@ SUFFIX = {"forward": "", "backward": "_reverse"}
 
 
 @dataclasses.dataclass(frozen=True)
-class ElmoRecordSchema:
+class ElmoRecordSchema(KindSchema):
     """What every ELMo record holds; written into `manifest.json`.
 
     Args:
@@ -64,18 +68,7 @@ class ElmoRecordSchema:
                 raise ValueError(
                     f"`{name}` must be a positive integer. Received: {name}={value!r}.")
 
-    def to_manifest(self):
-        """The manifest's `"schema"` entry."""
-        return {"kind": self.kind, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_manifest(cls, schema):
-        """The inverse of `to_manifest` (the kind is checked by the reader)."""
-        return cls(**{k: v for k, v in schema.items() if k != "kind"})
-
     def feature_spec(self):
-        import tensorflow as tf  # only the reader needs TensorFlow at import
-
         t = self.unroll_steps
         spec = {"target_mask": tf.io.FixedLenFeature([t], tf.int64)}
         for suffix in SUFFIX.values():
@@ -92,8 +85,6 @@ def encode_elmo_example(window):
         window: dict of the feature names of `feature_spec` -> length-T
             sequences (str tokens, int ids, 0/1 `target_mask`).
     """
-    import tensorflow as tf
-
     feature = {}
     for key, values in window.items():
         if key.startswith("tokens"):
@@ -114,10 +105,6 @@ def to_model_inputs(features, max_characters_per_token=50):
     {"forward": next_token_id, "backward": next_token_id_reverse}` int32
     `(B, T)`; `sample_weight` float32 `(B, T)` for each, `target_mask`.
     """
-    import tensorflow as tf
-
-    from keras_bert_impl.elmo.char_ids import tf_token_char_ids
-
     mask = tf.cast(features["target_mask"], tf.int32)  # (B, T)
     x, y, weight = {}, {}, {}
     for direction, suffix in SUFFIX.items():

@@ -20,11 +20,11 @@ the manifest is written last, also atomically, so a crash leaves no shard
 or manifest that looks whole.
 """
 
+import itertools
 import os
 import shutil
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.elmo.char_ids import BOS_TOKEN
@@ -40,8 +40,10 @@ from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import MANIFEST_VERSION
-from tf_records.manifest import file_sha256
+from tf_records.manifest import check_batches_per_shard
+from tf_records.manifest import vocab_file_entries
 from tf_records.records_folder import transactional
+from tf_records.records_folder import write_shard
 
 # B=batch (streams), T=unroll_steps
 
@@ -112,10 +114,7 @@ def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
     rows = [None] * b  # per row: [forward ids, reverse ids, forward str, reverse str, offset]
     exhausted = False
     while True:
-        tokens = {d: np.full((b, t), "", object) for d in SUFFIX}
-        token_ids = {d: np.zeros((b, t), np.int64) for d in SUFFIX}
-        targets = {d: np.zeros((b, t), np.int64) for d in SUFFIX}
-        mask = np.zeros((b, t), np.int64)
+        window = _Window(b, t)
         for k in range(b):
             position = 0
             while position < t:
@@ -127,30 +126,57 @@ def stream_windows(sentences, vocab, batch_size, unroll_steps=20):
                         break  # the stream has ended: the rest stays padding
                     if not sentence:
                         continue
-                    forward = [BOS_TOKEN, *sentence, EOS_TOKEN]
-                    reverse = [EOS_TOKEN, *sentence[::-1], BOS_TOKEN]
-                    rows[k] = [[ids.get(w, unk) for w in forward],
-                               [ids.get(w, unk) for w in reverse], forward, reverse, 0]
-                forward_ids, reverse_ids, forward, reverse, offset = rows[k]
-                n = min(len(forward) - 1 - offset, t - position)  # positions taken now
-                span, source = slice(position, position + n), slice(offset, offset + n)
-                after = slice(offset + 1, offset + n + 1)
-                for d, words, word_ids in (("forward", forward, forward_ids),
-                                           ("backward", reverse, reverse_ids)):
-                    tokens[d][k, span] = words[source]
-                    token_ids[d][k, span] = word_ids[source]
-                    targets[d][k, span] = word_ids[after]
-                mask[k, span] = 1
-                rows[k][4] += n
-                position += n
-        if not mask.any():
+                    rows[k] = _sentence_row(sentence, ids, unk)
+                position += window.take(rows[k], k, position)
+        if not window.mask.any():
             return
-        batch = {"target_mask": mask}
+        yield window.batch()
+
+
+def _sentence_row(sentence, ids, unk):
+    """A stream's current sentence: [forward ids, reverse ids, forward
+    tokens, reverse tokens, offset of the next position]."""
+    forward = [BOS_TOKEN, *sentence, EOS_TOKEN]
+    reverse = [EOS_TOKEN, *sentence[::-1], BOS_TOKEN]
+    return [[ids.get(w, unk) for w in forward], [ids.get(w, unk) for w in reverse],
+            forward, reverse, 0]
+
+
+class _Window:
+    """One batch of `stream_windows` being filled: `(B, T)` arrays per
+    direction, padding until `take` copies a sentence's positions in."""
+
+    def __init__(self, b, t):
+        self.t = t
+        self.tokens = {d: np.full((b, t), "", object) for d in SUFFIX}
+        self.token_ids = {d: np.zeros((b, t), np.int64) for d in SUFFIX}
+        self.targets = {d: np.zeros((b, t), np.int64) for d in SUFFIX}
+        self.mask = np.zeros((b, t), np.int64)
+
+    def take(self, row, k, position):
+        """Copies the sentence `row`'s next positions, as many as fit, into
+        row `k` from `position`; advances the row; returns how many."""
+        forward_ids, reverse_ids, forward, reverse, offset = row
+        n = min(len(forward) - 1 - offset, self.t - position)  # positions taken now
+        span, source = slice(position, position + n), slice(offset, offset + n)
+        after = slice(offset + 1, offset + n + 1)
+        for d, words, word_ids in (("forward", forward, forward_ids),
+                                   ("backward", reverse, reverse_ids)):
+            self.tokens[d][k, span] = words[source]
+            self.token_ids[d][k, span] = word_ids[source]
+            self.targets[d][k, span] = word_ids[after]
+        self.mask[k, span] = 1
+        row[4] += n
+        return n
+
+    def batch(self):
+        """The record features (`ElmoRecordSchema.feature_spec`'s names)."""
+        batch = {"target_mask": self.mask}
         for d, suffix in SUFFIX.items():
-            batch[f"tokens{suffix}"] = tokens[d]
-            batch[f"token_ids{suffix}"] = token_ids[d]
-            batch[f"next_token_id{suffix}"] = targets[d]
-        yield batch
+            batch[f"tokens{suffix}"] = self.tokens[d]
+            batch[f"token_ids{suffix}"] = self.token_ids[d]
+            batch[f"next_token_id{suffix}"] = self.targets[d]
+        return batch
 
 
 VOCAB_FILE = "vocab.txt"
@@ -187,14 +213,41 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
     schema = ElmoRecordSchema(unroll_steps, batch_size)
     if not input_files:
         raise ValueError("No input files.")
-    if isinstance(batches_per_shard, bool) or not isinstance(batches_per_shard, int) or (
-            batches_per_shard < 1):
-        raise ValueError("`batches_per_shard` must be a positive integer. Received: "
-                         f"batches_per_shard={batches_per_shard!r}.")
+    check_batches_per_shard(batches_per_shard)
     if copy_vocab:
         shutil.copyfile(vocab_file, os.path.join(output_dir, VOCAB_FILE))
         vocab_file = os.path.join(output_dir, VOCAB_FILE)
     vocab = load_elmo_vocab(vocab_file)
+    sentences = _sentences_to_write(input_files, shuffle_seed, progress)
+    # Each sentence gives its tokens and </S> as targets (one per direction).
+    writing = progress.meter("Writing streams", total=sum(len(s) + 1 for s in sentences),
+                             unit="targets") if progress else None
+    shards, batches, positions = _write_streams(sentences, vocab, schema, batches_per_shard,
+                                                output_dir, writing)
+    if writing:
+        writing.finish(batches=batches, shards=len(shards))
+    known = set(vocab)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "schema": schema.to_manifest(),
+        "vocab_files": vocab_file_entries([vocab_file]),
+        "vocab_size": len(vocab),
+        "sentences": len(sentences),
+        "tokens": sum(len(s) for s in sentences),
+        "unknown_tokens": sum(w not in known for s in sentences for w in s),
+        "targets": positions,
+        "batches": batches,
+        "writer_config": {"shuffle_seed": shuffle_seed, "batches_per_shard": batches_per_shard},
+        "shards": shards,
+    }
+    # Last: a manifest means every shard is whole.
+    write_json_atomic(os.path.join(output_dir, MANIFEST_FILE), manifest)
+    return manifest
+
+
+def _sentences_to_write(input_files, shuffle_seed, progress):
+    """The files' non-empty sentences, shuffled by `shuffle_seed` (None:
+    file order); `progress` told the reading."""
     reading = progress.meter("Reading sentences", total=text_bytes(input_files), unit="MB",
                              scale=1e-6) if progress else None
     sentences = [s for s in read_sentences(input_files, reading) if s]
@@ -205,60 +258,27 @@ def write_elmo_data(input_files, vocab_file, output_dir, batch_size, unroll_step
     if shuffle_seed is not None:
         order = np.random.default_rng(shuffle_seed).permutation(len(sentences))
         sentences = [sentences[i] for i in order]
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    # Each sentence gives its tokens and </S> as targets (one per direction).
-    writing = progress.meter("Writing streams", total=sum(len(s) + 1 for s in sentences),
-                             unit="targets") if progress else None
+    return sentences
 
-    shards, writer, tmp, name = [], None, None, None
-    batches = positions = 0
 
-    def close_shard():
-        writer.close()
-        os.replace(tmp, os.path.join(output_dir, name))
-        shards.append({"file": name, "records": records_in_shard,
-                       "sha256": file_sha256(os.path.join(output_dir, name))})
+def _write_streams(sentences, vocab, schema, batches_per_shard, output_dir, writing):
+    """`stream_windows`' batches written row by row, `batches_per_shard`
+    consecutive ones per shard; `writing` (a meter or None) told the targets
+    written. Returns (the shards' manifest entries, batches, targets)."""
+    shards, counts = [], {"batches": 0, "positions": 0}
 
-    records_in_shard = 0
-    try:
-        for batch in stream_windows(sentences, vocab, batch_size, unroll_steps):
-            if batches % batches_per_shard == 0:
-                if writer is not None:
-                    close_shard()
-                name = f"shard-{len(shards):05d}.tfrecord"
-                tmp = os.path.join(output_dir, f".tmp-{name}")
-                writer = tf.io.TFRecordWriter(tmp)
-                records_in_shard = 0
-            for k in range(batch_size):  # row k of the batch: record k of its group
-                writer.write(encode_elmo_example({key: values[k] for key, values in batch.items()}))
-            records_in_shard += batch_size
-            batches += 1
-            positions += int(batch["target_mask"].sum())
+    def shard_records(batches):
+        for batch in batches:
+            for k in range(schema.batch_size):  # row k of the batch: record k of its group
+                yield encode_elmo_example({key: values[k] for key, values in batch.items()})
+            counts["batches"] += 1
+            counts["positions"] += int(batch["target_mask"].sum())
             if writing:
-                writing.update(positions, batches=batches, shards=len(shards))
-        close_shard()
-    finally:  # no temporary shard left behind, whatever stopped the write
-        if tmp and os.path.exists(tmp):
-            writer.close()
-            os.remove(tmp)
+                writing.update(counts["positions"], batches=counts["batches"],
+                               shards=len(shards))
 
-    if writing:
-        writing.finish(batches=batches, shards=len(shards))
-    words = sum(len(s) for s in sentences)
-    known = set(vocab)
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "schema": schema.to_manifest(),
-        "vocab_files": [{"file": os.path.basename(vocab_file), "sha256": file_sha256(vocab_file)}],
-        "vocab_size": len(vocab),
-        "sentences": len(sentences),
-        "tokens": words,
-        "unknown_tokens": sum(w not in known for s in sentences for w in s),
-        "targets": positions,
-        "batches": batches,
-        "writer_config": {"shuffle_seed": shuffle_seed, "batches_per_shard": batches_per_shard},
-        "shards": shards,
-    }
-    write_json_atomic(manifest_path, manifest)  # last: a manifest means every shard is whole
-    return manifest
-
+    windows = stream_windows(sentences, vocab, schema.batch_size, schema.unroll_steps)
+    for first in windows:
+        batches = itertools.chain([first], itertools.islice(windows, batches_per_shard - 1))
+        shards.append(write_shard(output_dir, len(shards), shard_records(batches)))
+    return shards, counts["batches"], counts["positions"]

@@ -2,38 +2,33 @@
 
 The same machinery as BERT's reader (`bert/reader.py`): the manifest is read and
 checked, shard framing and counts always, sha256 on request; files are
-split between input pipelines; the stream is a pure function of the seed,
-so a run resumed at a batch sees what the uninterrupted run would have.
+split between input pipelines; the stream is a pure function of the seed
+(`record_passes.py`), so a run resumed at a batch sees what the
+uninterrupted run would have.
 """
-
-import os
 
 import tensorflow as tf
 
+from keras_bert_impl.base.sequence_checks import check_fits_positions
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import to_model_inputs
 from tf_records.manifest import check_kind
 from tf_records.manifest import check_shard_framing
+from tf_records.manifest import check_vocab_fits
 from tf_records.manifest import pipeline_share
 from tf_records.manifest import read_manifest
+from tf_records.manifest import shard_paths
 from tf_records.manifest import verify_shards
 from tf_records.plain import plain
+from tf_records.record_passes import pass_numbers
+from tf_records.record_passes import shuffled_pass
 
 # B=batch, S=max_seq_length
 
 
-def lm_dataset(
-    source,
-    batch_size,
-    seq_length=None,
-    shuffle_buffer=10_000,
-    seed=0,
-    input_context=None,
-    start_batch=0,
-    repeat=True,
-    model_config=None,
-    verify_checksums=False,
-):
+def lm_dataset(source, batch_size, seq_length=None, shuffle_buffer=10_000, seed=0,
+               input_context=None, start_batch=0, repeat=True, model_config=None,
+               verify_checksums=False):
     """Batches of `(x, y, sample_weight)` for next-token prediction.
 
     `x = {"input_word_ids", "input_mask"}` `(B, S)` int32 (a window without
@@ -71,51 +66,19 @@ def lm_dataset(
         ds = lm_dataset("data/", batch_size=64, model_config=gpt_preset("gpt"))
         x, y, sample_weight = next(iter(ds))  # x["input_word_ids"]: (64, 512)
     """
-    manifest = read_manifest(source)
-    check_kind(manifest, LmRecordSchema.kind)
-    schema = LmRecordSchema.from_manifest(manifest["schema"])
-    _check_lengths(manifest, schema, seq_length, model_config)
-    check_shard_framing(manifest)
-    if verify_checksums:
-        verify_shards(manifest)
-    files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
-    counts = [s["records"] for s in manifest["shards"]]
-    if not files:
-        raise ValueError(f"No TFRecord files in {manifest['folder']}.")
+    manifest, schema, files, counts = _source(source, seq_length, model_config, verify_checksums)
     if input_context is not None:
         files, counts = pipeline_share(files, counts, input_context)
     records_per_pass = sum(counts)
     if repeat and records_per_pass < batch_size:
-        raise ValueError(
-            f"{manifest['folder']}: {records_per_pass} records, fewer than one batch of "
-            f"{batch_size}.")
+        raise ValueError(f"{manifest['folder']}: {records_per_pass} records, fewer than one "
+                         f"batch of {batch_size}.")
     first_pass, skip_records = divmod(start_batch * batch_size, records_per_pass) if repeat else (
         0, start_batch * batch_size)
     spec = schema.feature_spec()
     files = tf.constant(files)
-
-    def one_pass(p):
-        order = files
-        if shuffle_buffer:
-            order = tf.random.experimental.stateless_shuffle(files, seed=tf.stack([seed, p]))
-        ds = tf.data.Dataset.from_tensor_slices(order).interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=min(len(counts), 8),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,  # the same order every run: exact resume
-        )
-        if shuffle_buffer:
-            ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
-        return ds
-
-    if repeat:
-        passes = tf.data.Dataset.range(first_pass, 2**62)
-    else:
-        # A finite dataset iterated again (fit with epochs=N) gets the next
-        # pass number, so a new order.
-        iterations = tf.Variable(-1, dtype=tf.int64, trainable=False)
-        passes = tf.data.Dataset.range(1).map(plain(lambda _: iterations.assign_add(1)))
-    ds = passes.flat_map(plain(one_pass)).skip(skip_records)
+    ds = pass_numbers(repeat, first_pass).flat_map(
+        plain(lambda p: shuffled_pass(files, shuffle_buffer, seed, p))).skip(skip_records)
     ds = ds.batch(batch_size, drop_remainder=True)  # TPUs and XLA need a static batch size
     if not repeat:  # known length: Keras shows progress and does not warn at the end
         ds = ds.apply(tf.data.experimental.assert_cardinality(
@@ -123,6 +86,21 @@ def lm_dataset(
     ds = ds.map(plain(lambda records: to_model_inputs(tf.io.parse_example(records, spec))),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _source(source, seq_length, model_config, verify_checksums):
+    """-> (manifest, schema, shard paths, their record counts), checked."""
+    manifest = read_manifest(source)
+    check_kind(manifest, LmRecordSchema.kind)
+    schema = LmRecordSchema.from_manifest(manifest["schema"])
+    _check_lengths(manifest, schema, seq_length, model_config)
+    check_shard_framing(manifest)
+    if verify_checksums:
+        verify_shards(manifest)
+    files, counts = shard_paths(manifest), [s["records"] for s in manifest["shards"]]
+    if not files:
+        raise ValueError(f"No TFRecord files in {manifest['folder']}.")
+    return manifest, schema, files, counts
 
 
 def _check_lengths(manifest, schema, seq_length, model_config):
@@ -135,11 +113,5 @@ def _check_lengths(manifest, schema, seq_length, model_config):
             f"seq_length={s}.")
     if model_config is None:
         return
-    from keras_bert_impl.base.sequence_checks import check_fits_positions
-
     check_fits_positions(s, model_config, f"{folder} holds windows of max_seq_length")
-    vocab_size = getattr(model_config, "vocab_size", None)
-    if vocab_size is not None and manifest["vocab_size"] > vocab_size:
-        raise ValueError(
-            f"{folder} was tokenized with vocab_size={manifest['vocab_size']}, more ids than the "
-            f"model's vocab_size={vocab_size}.")
+    check_vocab_fits(folder, manifest["vocab_size"], model_config)

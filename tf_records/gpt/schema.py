@@ -10,25 +10,24 @@ be short; its tail is padding, 0 in `input_mask`.
 The manifest's `"schema"` says `"kind": "lm"`; BERT's manifests name no
 kind (they are "bert"), and each reader refuses the other's records.
 
-As in BERT's `bert/schema.py`, TensorFlow is imported only inside the functions that
-use it, so the writer's encoding needs none.
+As in BERT's `bert/schema.py`, TensorFlow is imported only when the functions that
+use it run (`tf_records.lazy_tensorflow`), so the writer's encoding needs none.
 """
 
 import dataclasses
 from typing import ClassVar
 
-import numpy as np
-
+from tf_records.example_bytes import examples
 from tf_records.example_bytes import heads
-from tf_records.example_bytes import row_bytes
-from tf_records.example_bytes import varint_bytes
 from tf_records.example_bytes import varints
+from tf_records.lazy_tensorflow import tensorflow
+from tf_records.manifest import KindSchema
 
 # B=batch, S=max_seq_length (tokens the model reads), W=S+1 (tokens a record holds)
 
 
 @dataclasses.dataclass(frozen=True)
-class LmRecordSchema:
+class LmRecordSchema(KindSchema):
     """What every language-model record holds; written into `manifest.json`.
 
     Args:
@@ -55,18 +54,8 @@ class LmRecordSchema:
         """Token ids per record: S + 1."""
         return self.max_seq_length + 1
 
-    def to_manifest(self):
-        """The manifest's `"schema"` entry."""
-        return {"kind": self.kind, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_manifest(cls, schema):
-        """The inverse of `to_manifest` (the kind is checked by the reader)."""
-        return cls(**{k: v for k, v in schema.items() if k != "kind"})
-
     def feature_spec(self):
-        import tensorflow as tf  # here, not at the top: see the module docstring
-
+        tf = tensorflow()
         w = self.window_length
         return {
             "input_ids": tf.io.FixedLenFeature([w], tf.int64),
@@ -89,10 +78,7 @@ def encode_lm_examples(input_ids, input_mask):
     for key, values in (("input_ids", input_ids), ("input_mask", input_mask)):  # sorted by key
         payload = varints(values)
         pieces += [heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
-    sizes = sum(lengths for _, lengths in pieces)  # bytes of each row's map entries
-    prefix = {size: b"\x0a" + varint_bytes(size) for size in np.unique(sizes).tolist()}
-    for size, parts in zip(sizes.tolist(), zip(*row_bytes(pieces))):
-        yield prefix[size] + b"".join(parts)  # Example.features: tag, length, entries
+    yield from examples(pieces)
 
 
 def to_model_inputs(features):
@@ -102,8 +88,7 @@ def to_model_inputs(features):
     target at position t is token t + 1, weighted by whether it is real.
     int64 is cast to int32 (what the model and TPUs take).
     """
-    import tensorflow as tf  # here, not at the top: see the module docstring
-
+    tf = tensorflow()
     ids = tf.cast(features["input_ids"], tf.int32)  # (B, W)
     mask = tf.cast(features["input_mask"], tf.int32)  # (B, W)
     x = {"input_word_ids": ids[:, :-1], "input_mask": mask[:, :-1]}  # (B, S) each

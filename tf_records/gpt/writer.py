@@ -21,18 +21,20 @@ manifest that looks whole.
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert_impl.base.json_files import write_json_atomic
 from tf_records.documents import read_documents
 from tf_records.gpt.schema import LmRecordSchema
 from tf_records.gpt.schema import encode_lm_examples
+from tf_records.input_files import check_input_files
 from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import MANIFEST_VERSION
-from tf_records.manifest import file_sha256
+from tf_records.manifest import checked_vocab_files
+from tf_records.manifest import vocab_file_entries
 from tf_records.records_folder import transactional
+from tf_records.records_folder import write_shard
 
 # N=tokens in the stream, S=max_seq_length, W=S+1 (tokens per window)
 
@@ -70,32 +72,38 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
                       "data/", 512, ["vocab.json", "merges.txt"], num_shards=8)
     """
     schema = LmRecordSchema(max_seq_length)
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(
-            f"`num_shards` must be a positive integer. Received: num_shards={num_shards!r}.")
-    if not input_files:
-        raise ValueError("No input files.")
-    for path in input_files:
-        if not os.path.isfile(path):
-            raise ValueError(f"Input file {path} does not exist.")
-    if isinstance(vocab_files, str):
-        vocab_files = [vocab_files]
-    if not vocab_files:
-        raise ValueError("`vocab_files` is empty: pass the tokenizer's vocabulary files to hash "
-                         "(e.g. vocab.json and merges.txt).")
-    for path in vocab_files:
-        if not os.path.isfile(path):
-            raise ValueError(f"Vocabulary file {path} does not exist.")
-    vocab_size = tokenizer.vocab_size
-    vocab_size = int(vocab_size() if callable(vocab_size) else vocab_size)
-    if document_separator_id is not None and not 0 <= document_separator_id < vocab_size:
-        raise ValueError(f"`document_separator_id` must be in [0, {vocab_size}). "
-                         f"Received: document_separator_id={document_separator_id}.")
-
+    vocab_files, vocab_size = _checked_arguments(input_files, tokenizer, vocab_files, num_shards,
+                                                 document_separator_id)
     reading = progress.meter("Tokenizing documents", total=text_bytes(input_files), unit="MB",
                              scale=1e-6) if progress else None
     tokens, documents = _token_stream(input_files, tokenizer, vocab_size, document_separator_id,
                                       reading)
+    num_windows = _window_count(tokens, documents, input_files, schema, num_shards)
+    writing = progress.meter("Writing windows", total=num_windows,
+                             unit="windows") if progress else None
+    order = np.random.default_rng(random_seed).permutation(num_windows)
+    shards = _write_windows(tokens, order, schema, num_shards, output_dir, writing)
+    if writing:
+        writing.finish(shards=len(shards))
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "schema": schema.to_manifest(),
+        "vocab_files": vocab_file_entries(vocab_files),
+        "vocab_size": vocab_size,
+        "documents": documents,
+        "tokens": int(len(tokens)),
+        "writer_config": {"num_shards": num_shards, "random_seed": random_seed,
+                          "document_separator_id": document_separator_id},
+        "shards": shards,
+    }
+    # Last: a manifest means every shard is whole.
+    write_json_atomic(os.path.join(output_dir, MANIFEST_FILE), manifest)
+    return manifest
+
+
+def _window_count(tokens, documents, input_files, schema, num_shards):
+    """The windows of the token stream, ceil((N - 1) / S); `ValueError` for
+    no documents or fewer windows than shards."""
     s = schema.max_seq_length
     num_windows = -(-(len(tokens) - 1) // s) if len(tokens) > 1 else 0  # ceil((N - 1) / S)
     if not documents:
@@ -105,50 +113,47 @@ def write_lm_data(input_files, tokenizer, output_dir, max_seq_length, vocab_file
             f"{', '.join(input_files)} give {len(tokens)} tokens, {num_windows} windows of "
             f"{schema.window_length}: too few for num_shards={num_shards}. Give more text or "
             "fewer shards.")
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    writing = progress.meter("Writing windows", total=num_windows,
-                             unit="windows") if progress else None
+    return num_windows
 
-    order = np.random.default_rng(random_seed).permutation(num_windows)
-    padded = np.concatenate([tokens, np.zeros(s, tokens.dtype)])  # the last window reads past N
+
+def _checked_arguments(input_files, tokenizer, vocab_files, num_shards, document_separator_id):
+    """`ValueError` naming the first argument at fault; returns (`vocab_files`
+    as a list, the tokenizer's vocabulary size)."""
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+        raise ValueError(
+            f"`num_shards` must be a positive integer. Received: num_shards={num_shards!r}.")
+    check_input_files(input_files)
+    vocab_files = checked_vocab_files(vocab_files, "the tokenizer's vocabulary files to hash "
+                                      "(e.g. vocab.json and merges.txt)")
+    vocab_size = tokenizer.vocab_size
+    vocab_size = int(vocab_size() if callable(vocab_size) else vocab_size)
+    if document_separator_id is not None and not 0 <= document_separator_id < vocab_size:
+        raise ValueError(f"`document_separator_id` must be in [0, {vocab_size}). "
+                         f"Received: document_separator_id={document_separator_id}.")
+    return vocab_files, vocab_size
+
+
+def _write_windows(tokens, order, schema, num_shards, output_dir, writing):
+    """The windows starting at `order` (window indices) split into `num_shards`
+    shards, in that order; `writing` (a meter or None) told the windows
+    written. Returns the shards' manifest entries."""
+    padded = np.concatenate([tokens, np.zeros(schema.max_seq_length, tokens.dtype)])  # past N
     shards, written = [], 0
-    for index, windows in enumerate(np.array_split(order, num_shards)):
-        name = f"shard-{index:05d}.tfrecord"
-        tmp = os.path.join(output_dir, f".tmp-{name}")
-        try:
-            with tf.io.TFRecordWriter(tmp) as writer:
-                for begin in range(0, len(windows), _WINDOWS_PER_ENCODE):
-                    starts = windows[begin:begin + _WINDOWS_PER_ENCODE] * s  # (B,)
-                    where = starts[:, None] + np.arange(schema.window_length)  # (B, W)
-                    mask = (where < len(tokens)).astype(np.int64)  # (B, W); 0 past the end
-                    for record in encode_lm_examples(padded[where], mask):
-                        writer.write(record)
-                    written += len(starts)
-                    if writing:
-                        writing.update(written, shards=len(shards))
-            os.replace(tmp, os.path.join(output_dir, name))
-        finally:  # no temporary shard left behind, whatever stopped the write
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        shards.append({"file": name, "records": len(windows),
-                       "sha256": file_sha256(os.path.join(output_dir, name))})
-    if writing:
-        writing.finish(shards=len(shards))
 
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "schema": schema.to_manifest(),
-        "vocab_files": [{"file": os.path.basename(p), "sha256": file_sha256(p)}
-                        for p in vocab_files],
-        "vocab_size": vocab_size,
-        "documents": documents,
-        "tokens": int(len(tokens)),
-        "writer_config": {"num_shards": num_shards, "random_seed": random_seed,
-                          "document_separator_id": document_separator_id},
-        "shards": shards,
-    }
-    write_json_atomic(manifest_path, manifest)  # last: a manifest means every shard is whole
-    return manifest
+    def shard_records(windows):
+        nonlocal written
+        for begin in range(0, len(windows), _WINDOWS_PER_ENCODE):
+            starts = windows[begin:begin + _WINDOWS_PER_ENCODE] * schema.max_seq_length  # (B,)
+            where = starts[:, None] + np.arange(schema.window_length)  # (B, W)
+            mask = (where < len(tokens)).astype(np.int64)  # (B, W); 0 past the end
+            yield from encode_lm_examples(padded[where], mask)
+            written += len(starts)
+            if writing:
+                writing.update(written, shards=len(shards))
+
+    for index, windows in enumerate(np.array_split(order, num_shards)):
+        shards.append(write_shard(output_dir, index, shard_records(windows)))
+    return shards
 
 
 def _documents(path):

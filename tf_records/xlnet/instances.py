@@ -201,25 +201,12 @@ def sample_mask(is_start, rng, goal_num_predict, mask_alpha, mask_beta, reverse=
         ctx_size = n * mask_alpha // mask_beta
         l_ctx = int(rng.integers(ctx_size))
         r_ctx = ctx_size - l_ctx
-        first = rank[min(cur_len + l_ctx, seg_len)]  # the first word start from there
-        if first >= len(starts):
+        left = None if goal_num_predict is None else goal_num_predict - num_predict
+        span = _span(starts, rank[min(cur_len + l_ctx, seg_len)], n, seg_len, whole_word_spans,
+                     left)
+        if span is None:
             break
-        beg = int(starts[first])
-        if whole_word_spans:  # the start of the (n + 1)-th word
-            end = int(starts[first + n]) if first + n < len(starts) else seg_len
-        else:
-            end = beg + n
-        if end >= seg_len:  # as the original: a span may not reach the segment's end
-            break
-        if whole_word_spans and goal_num_predict is not None:
-            # n words may hold more pieces than the goal has left: fewer
-            # whole words, or none (single tokens then make up the rest).
-            words = n
-            while end - beg > goal_num_predict - num_predict and words > 0:
-                words -= 1
-                end = int(starts[first + words])
-            if end == beg:
-                break
+        beg, end = span
         mask[beg:end] = True
         num_predict += end - beg
         cur_len = end + r_ctx
@@ -229,6 +216,32 @@ def sample_mask(is_start, rng, goal_num_predict, mask_alpha, mask_beta, reverse=
             mask[i] = True
             num_predict += 1
     return mask[::-1].copy() if reverse else mask
+
+
+def _span(starts, first, n, seg_len, whole_word_spans, left):
+    """`sample_mask`'s span of `n` from word start number `first`: `(beg,
+    end)`, or None where the sampling stops (no word start left, or the span
+    would reach the segment's end, as the original). `left`: positions the
+    goal still needs (None: no goal)."""
+    if first >= len(starts):
+        return None
+    beg = int(starts[first])
+    if whole_word_spans:  # the start of the (n + 1)-th word
+        end = int(starts[first + n]) if first + n < len(starts) else seg_len
+    else:
+        end = beg + n
+    if end >= seg_len:  # as the original: a span may not reach the segment's end
+        return None
+    if whole_word_spans and left is not None:
+        # n words may hold more pieces than the goal has left: fewer
+        # whole words, or none (single tokens then make up the rest).
+        words = n
+        while end - beg > left and words > 0:
+            words -= 1
+            end = int(starts[first + words])
+        if end == beg:
+            return None
+    return beg, end
 
 
 def xlnet_batches(ids, sent_ids, schema, start_table, rng, whole_word_spans=False):

@@ -125,6 +125,24 @@ def permute_record(features, reuse_len, perm_size, num_predict, sep_id, cls_id, 
     target = tf.concat([target_0, target_1], axis=0)  # (L,)
     target_mask = tf.concat([tmask_0, tmask_1], axis=0)  # (L,)
 
+    target_mapping, target, target_mask = _prediction_rows(target, target_mask, num_predict)
+    return {
+        "perm_mask": tf.ensure_shape(perm_mask, [seq_len, seq_len]),
+        "target_mapping": tf.ensure_shape(target_mapping, [num_predict, seq_len]),
+        "target": tf.ensure_shape(tf.cast(target, tf.int32), [num_predict]),
+        "target_mask": tf.ensure_shape(target_mask, [num_predict]),
+        "input_k": tf.cast(tf.concat([k_0, k_1], axis=0), tf.int32),  # (L,)
+        "input_q": tf.concat([q_0, q_1], axis=0),  # (L,)
+        "seg_id": tf.cast(features["seg_id"], tf.int32),  # (L,)
+        "label": tf.cast(features["label"], tf.int32),  # (1,)
+    }
+
+
+def _prediction_rows(target, target_mask, num_predict):
+    """`(L,)` targets and their mask -> `target_mapping` float32 `(P, L)`,
+    `target` `(P,)` and `target_mask` float32 `(P,)`: row p for the p-th
+    predicted position, padding after them; an error if more than P."""
+    seq_len = target.shape[0]
     positions = tf.where(target_mask > 0)[:, 0]  # (T,) predicted positions, T <= P
     count = tf.shape(positions)[0]
     check = tf.debugging.assert_less_equal(
@@ -137,13 +155,4 @@ def permute_record(features, reuse_len, perm_size, num_predict, sep_id, cls_id, 
     target_mapping = tf.pad(target_mapping, [[0, pad], [0, 0]])  # (P, L)
     target = tf.pad(tf.gather(target, positions), [[0, pad]])  # (P,)
     target_mask = tf.pad(tf.ones([count], tf.float32), [[0, pad]])  # (P,)
-    return {
-        "perm_mask": tf.ensure_shape(perm_mask, [seq_len, seq_len]),
-        "target_mapping": tf.ensure_shape(target_mapping, [num_predict, seq_len]),
-        "target": tf.ensure_shape(tf.cast(target, tf.int32), [num_predict]),
-        "target_mask": tf.ensure_shape(target_mask, [num_predict]),
-        "input_k": tf.cast(tf.concat([k_0, k_1], axis=0), tf.int32),  # (L,)
-        "input_q": tf.concat([q_0, q_1], axis=0),  # (L,)
-        "seg_id": tf.cast(features["seg_id"], tf.int32),  # (L,)
-        "label": tf.cast(features["label"], tf.int32),  # (1,)
-    }
+    return target_mapping, target, target_mask

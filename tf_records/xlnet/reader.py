@@ -17,13 +17,16 @@ schema.
 import glob
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import check_kind
 from tf_records.manifest import check_shard_framing
+from tf_records.manifest import check_vocab_fits
 from tf_records.manifest import count_records
 from tf_records.manifest import read_manifest
+from tf_records.manifest import shard_paths
 from tf_records.manifest import verify_shards
 from tf_records.plain import plain
 from tf_records.xlnet.permutation import permute_record
@@ -33,20 +36,9 @@ from tf_records.xlnet.schema import to_model_inputs
 # B=batch (streams), L=seq_len, R=reuse_len, P=num_predict, K=perm_size
 
 
-def xlnet_features_dataset(
-    source,
-    batch_size,
-    perm_size=None,
-    num_predict=None,
-    seed=0,
-    schema=None,
-    shuffle_buffer=0,
-    start_batch=0,
-    repeat=True,
-    model_config=None,
-    input_context=None,
-    verify_checksums=False,
-):
+def xlnet_features_dataset(source, batch_size, perm_size=None, num_predict=None, seed=0,
+                           schema=None, shuffle_buffer=0, start_batch=0, repeat=True,
+                           model_config=None, input_context=None, verify_checksums=False):
     """Batches of the original parser's features, each record permuted.
 
     Yields dicts of `perm_mask` float32 `(B, L, L)`, `target_mapping`
@@ -63,11 +55,7 @@ def xlnet_features_dataset(
     _check_arguments(schema, folder, batch_size, perm_size, num_predict, shuffle_buffer,
                      input_context)
     if model_config is not None and counts.get("vocab_size") is not None:
-        vocab_size = getattr(model_config, "vocab_size", None)
-        if vocab_size is not None and counts["vocab_size"] > vocab_size:
-            raise ValueError(
-                f"{folder} was tokenized with vocab_size={counts['vocab_size']}, more ids than "
-                f"the model's vocab_size={vocab_size}.")
+        check_vocab_fits(folder, counts["vocab_size"], model_config)
     if verify_checksums:
         if counts.get("manifest") is None:
             raise ValueError("`verify_checksums` needs a manifest; a file pattern has none.")
@@ -82,20 +70,7 @@ def xlnet_features_dataset(
         pipelines, pipeline = input_context.num_input_pipelines, input_context.input_pipeline_id
     rows = batch_size // pipelines  # this pipeline's streams: rows [pipeline * rows, + rows)
     spec = schema.feature_spec()
-    file_names = tf.constant(files)
-
-    def one_pass(p):
-        ds = tf.data.TFRecordDataset(file_names)  # in order: the writer's
-        if shuffle_buffer:
-            ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
-        return ds
-
-    if repeat:
-        first_pass, skip = divmod(first_record, records_per_pass)
-        ds = tf.data.Dataset.range(first_pass, 2**62).flat_map(plain(one_pass)).skip(skip)
-    else:
-        ds = one_pass(0).skip(first_record)
-    ds = ds.enumerate(start=first_record)  # the record's place in the stream: its seed
+    ds = _indexed_records(files, records_per_pass, first_record, shuffle_buffer, seed, repeat)
     if pipelines > 1:
         if not repeat:  # whole batches only: every pipeline gets as many
             ds = ds.take((records_per_pass - first_record) // batch_size * batch_size)
@@ -117,20 +92,9 @@ def xlnet_features_dataset(
     return ds
 
 
-def xlnet_pretraining_dataset(
-    source,
-    batch_size,
-    perm_size=None,
-    num_predict=None,
-    seed=0,
-    schema=None,
-    shuffle_buffer=0,
-    start_batch=0,
-    repeat=True,
-    model_config=None,
-    input_context=None,
-    verify_checksums=False,
-):
+def xlnet_pretraining_dataset(source, batch_size, perm_size=None, num_predict=None, seed=0,
+                              schema=None, shuffle_buffer=0, start_batch=0, repeat=True,
+                              model_config=None, input_context=None, verify_checksums=False):
     """Batches of `(x, y, sample_weight)` for the permutation LM, rows continuing their streams.
 
     `x = {"input_word_ids", "input_type_ids"}` int32 `(B, L)`, `"perm_mask"`
@@ -179,6 +143,26 @@ def xlnet_pretraining_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+def _indexed_records(files, records_per_pass, first_record, shuffle_buffer, seed, repeat):
+    """`(index, record)` from record `first_record` of the stream on, the
+    index its place in the stream (its permutation's seed); the files in
+    the writer's order, every pass (records shuffled with a buffer)."""
+    file_names = tf.constant(files)
+
+    def one_pass(p):
+        ds = tf.data.TFRecordDataset(file_names)  # in order: the writer's
+        if shuffle_buffer:
+            ds = ds.shuffle(shuffle_buffer, seed=seed * 1_000_003 + p)
+        return ds
+
+    if repeat:
+        first_pass, skip = divmod(first_record, records_per_pass)
+        ds = tf.data.Dataset.range(first_pass, 2**62).flat_map(plain(one_pass)).skip(skip)
+    else:
+        ds = one_pass(0).skip(first_record)
+    return ds.enumerate(start=first_record)
+
+
 def _source(source, schema):
     """-> (schema, shard paths in order, facts: records, vocab_size, manifest)."""
     if os.path.isdir(source) or source.endswith(".json"):
@@ -189,7 +173,7 @@ def _source(source, schema):
             raise ValueError(f"{manifest['folder']} was written with {written}, but {schema} was "
                              "asked for. Leave `schema` out to use the manifest's.")
         check_shard_framing(manifest)
-        files = [os.path.join(manifest["folder"], s["file"]) for s in manifest["shards"]]
+        files = shard_paths(manifest)
         if not files:
             raise ValueError(f"No TFRecord files in {manifest['folder']}.")
         records = sum(s["records"] for s in manifest["shards"])
@@ -239,8 +223,6 @@ def target_counts(source, vocab_size, schema=None):
     """How often each id is a predicted (non-functional) token of the records:
     the unigram model's counts. Read from the records' `input` and
     `is_masked` (the targets the reader's permutation keeps), one pass."""
-    import numpy as np
-
     if os.path.isdir(source) or source.endswith(".json"):
         manifest = read_manifest(source)
         schema = XLNetRecordSchema.from_manifest(manifest["schema"])

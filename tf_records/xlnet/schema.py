@@ -24,19 +24,18 @@ either writer are read by either reader:
 The manifest's `"schema"` says `"kind": "xlnet"`; the other readers refuse
 these records, and the XLNet reader theirs.
 
-TensorFlow is imported only inside the functions that use it, so the
-writer's encoding needs none.
+TensorFlow is imported only when the functions that use it run
+(`tf_records.lazy_tensorflow`), so the writer's encoding needs none.
 """
 
 import dataclasses
 from typing import ClassVar
 
-import numpy as np
-
+from tf_records.example_bytes import examples
 from tf_records.example_bytes import heads
-from tf_records.example_bytes import row_bytes
-from tf_records.example_bytes import varint_bytes
 from tf_records.example_bytes import varints
+from tf_records.lazy_tensorflow import tensorflow
+from tf_records.manifest import KindSchema
 
 # B=batch (streams), L=seq_len, R=reuse_len, P=num_predict
 
@@ -50,7 +49,7 @@ def _positive_int(name, value):
 
 
 @dataclasses.dataclass(frozen=True)
-class XLNetRecordSchema:
+class XLNetRecordSchema(KindSchema):
     """What every XLNet record holds; written into `manifest.json`.
 
     The defaults are for CPU-scale pretraining; XLNet-Large used
@@ -142,18 +141,8 @@ class XLNetRecordSchema:
         """Targets among `A <sep> B <sep> <cls>`: the original's `num_predict_1`."""
         return self.num_predict // 2
 
-    def to_manifest(self):
-        """The manifest's `"schema"` entry."""
-        return {"kind": self.kind, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_manifest(cls, schema):
-        """The inverse of `to_manifest` (the kind is checked by the reader)."""
-        return cls(**{k: v for k, v in schema.items() if k != "kind"})
-
     def feature_spec(self):
-        import tensorflow as tf  # here, not at the top: see the module docstring
-
+        tf = tensorflow()
         length = self.seq_len
         return {
             "input": tf.io.FixedLenFeature([length], tf.int64),
@@ -183,10 +172,7 @@ def encode_xlnet_examples(features):
     for key in FEATURE_NAMES:  # sorted by key, as deterministic serialization orders the map
         payload = varints(features[key])
         pieces += [heads(key, b"\x1a", payload[1]), payload]  # Feature.int64_list
-    sizes = sum(lengths for _, lengths in pieces)  # bytes of each row's map entries
-    prefix = {size: b"\x0a" + varint_bytes(size) for size in np.unique(sizes).tolist()}
-    for size, parts in zip(sizes.tolist(), zip(*row_bytes(pieces))):
-        yield prefix[size] + b"".join(parts)  # Example.features: tag, length, entries
+    yield from examples(pieces)
 
 
 def to_model_inputs(features):
@@ -204,8 +190,7 @@ def to_model_inputs(features):
         padding); `y` int32 `(B, P)` the predicted tokens; `sample_weight`
         float32 `(B, P)`, 0 on padding.
     """
-    import tensorflow as tf  # here, not at the top: see the module docstring
-
+    tf = tensorflow()
     x = {
         "input_word_ids": tf.cast(features["input_k"], tf.int32),  # (B, L)
         "input_type_ids": tf.cast(features["seg_id"], tf.int32),  # (B, L)

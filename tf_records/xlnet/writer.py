@@ -21,8 +21,11 @@ from tf_records.input_files import line_bytes
 from tf_records.input_files import text_bytes
 from tf_records.manifest import MANIFEST_FILE
 from tf_records.manifest import MANIFEST_VERSION
-from tf_records.manifest import file_sha256
+from tf_records.manifest import check_batches_per_shard
+from tf_records.manifest import checked_vocab_files
+from tf_records.manifest import vocab_file_entries
 from tf_records.records_folder import transactional
+from tf_records.records_folder import write_shard
 from tf_records.xlnet.instances import MAX_GRAM
 from tf_records.xlnet.instances import document_stream
 from tf_records.xlnet.instances import start_piece_table
@@ -31,6 +34,7 @@ from tf_records.xlnet.schema import XLNetRecordSchema
 from tf_records.xlnet.schema import encode_xlnet_examples
 
 _RECORDS_PER_ENCODE = 4096  # bounds the encoded bytes held at once
+
 
 @transactional("xlnet")
 def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piece, vocab_files,
@@ -63,6 +67,40 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
         write_xlnet_records(documents, "data/", XLNetRecordSchema(batch_size=16),
                             32000, tokenizer.is_start_piece, ["spiece.model"])
     """
+    vocab_files = _checked_arguments(schema, vocab_size, eod_id, batches_per_shard, vocab_files)
+    ids, sent_ids, num_documents, num_sentences = document_stream(documents, eod_id)
+    streams = _check_stream(ids, num_sentences, vocab_size, schema)
+    start_table = start_piece_table(is_start_piece, vocab_size)
+    batches = xlnet_batches(ids, sent_ids, schema, start_table,
+                            np.random.default_rng(random_seed), whole_word_spans)
+    # The most batches: one every reuse_len tokens of a row while seq_len fit.
+    most = (len(ids) // streams - schema.seq_len) // schema.reuse_len + 1
+    shards, batches, continuations = _write_batches(batches, output_dir, schema,
+                                                    batches_per_shard, progress, most)
+    if not batches:
+        raise ValueError(
+            f"The documents give {len(ids)} tokens ({len(ids) // streams} per row): no row has "
+            f"room for a record of seq_len={schema.seq_len} with its next-token targets. Give "
+            "more text, or a smaller --batch_size or --seq_len.")
+    manifest = {
+        "version": MANIFEST_VERSION, "schema": schema.to_manifest(),
+        "vocab_files": vocab_file_entries(vocab_files), "vocab_size": vocab_size,
+        "special_ids": {"sep": schema.sep_id, "cls": schema.cls_id, "eod": eod_id},
+        "documents": num_documents, "sentences": num_sentences, "tokens": int(len(ids)),
+        "tokens_per_row": int(len(ids) // streams),
+        "batches": batches, "records": batches * schema.batch_size,
+        "continuation_records": continuations,  # label 1: B follows A in the text
+        "writer_config": {"random_seed": random_seed, "whole_word_spans": whole_word_spans,
+                          "max_gram": MAX_GRAM, "batches_per_shard": batches_per_shard},
+        "shards": shards,
+    }
+    # Last: a manifest means every shard is whole.
+    write_json_atomic(os.path.join(output_dir, MANIFEST_FILE), manifest)
+    return manifest
+
+
+def _checked_arguments(schema, vocab_size, eod_id, batches_per_shard, vocab_files):
+    """`ValueError` naming the first argument at fault; returns `vocab_files` as a list."""
     if not isinstance(schema, XLNetRecordSchema):
         raise ValueError(f"`schema` must be an XLNetRecordSchema. Received: schema={schema!r}.")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
@@ -71,19 +109,49 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
     for name, value in (("sep_id", schema.sep_id), ("cls_id", schema.cls_id), ("eod_id", eod_id)):
         if value is not None and not 0 <= value < vocab_size:
             raise ValueError(f"`{name}` must be in [0, {vocab_size}). Received: {name}={value}.")
-    if isinstance(batches_per_shard, bool) or not isinstance(batches_per_shard, int) or (
-            batches_per_shard < 1):
-        raise ValueError("`batches_per_shard` must be a positive integer. Received: "
-                         f"batches_per_shard={batches_per_shard!r}.")
-    if isinstance(vocab_files, str):
-        vocab_files = [vocab_files]
-    if not vocab_files:
-        raise ValueError("`vocab_files` is empty: pass the SentencePiece model (and any other "
-                         "vocabulary file) to hash.")
-    for path in vocab_files:
-        if not os.path.isfile(path):
-            raise ValueError(f"Vocabulary file {path} does not exist.")
-    ids, sent_ids, num_documents, num_sentences = document_stream(documents, eod_id)
+    check_batches_per_shard(batches_per_shard)
+    return checked_vocab_files(vocab_files, "the SentencePiece model (and any other vocabulary "
+                               "file) to hash")
+
+
+def _write_batches(batches, output_dir, schema, batches_per_shard, progress, most):
+    """Writes the batches, `batches_per_shard` consecutive ones per shard,
+    `progress` (as `write_xlnet_records`'s) told each of at `most` batches;
+    returns (the shards' manifest entries, the batches, the records whose B
+    continues A)."""
+    writing = progress.meter("Writing records", total=most, unit="batches") if progress else None
+    shards, pending, count, continuations = [], [], 0, 0
+    for batch in batches:
+        pending.append(batch)
+        count += 1
+        continuations += int(batch["label"].sum())
+        if len(pending) == batches_per_shard:
+            shards.append(write_shard(output_dir, len(shards),
+                                      _shard_records(pending, schema.batch_size)))
+            pending = []
+        if writing:
+            writing.update(count, records=count * schema.batch_size, shards=len(shards))
+    if pending:
+        shards.append(write_shard(output_dir, len(shards),
+                                  _shard_records(pending, schema.batch_size)))
+    if writing and count:  # no batches: the caller raises
+        writing.finish(records=count * schema.batch_size, shards=len(shards))
+    return shards, count, continuations
+
+
+def _shard_records(batch_list, batch_size):
+    """The serialized records of consecutive batches, row k of a batch in
+    place k, encoded a few thousand at a time."""
+    step = max(1, _RECORDS_PER_ENCODE // batch_size)  # batches per encode
+    for begin in range(0, len(batch_list), step):
+        group = batch_list[begin:begin + step]
+        block = {key: np.concatenate([g[key] for g in group]) for key in group[0]}
+        yield from encode_xlnet_examples(block)
+
+
+def _check_stream(ids, num_sentences, vocab_size, schema):
+    """`ValueError` unless the token stream has ids to write and room for a
+    record in every row; returns the streams it is split into."""
     if not num_sentences:
         raise ValueError("The documents hold no tokens (an empty corpus?).")
     _check_ids(ids, vocab_size, schema)
@@ -93,77 +161,7 @@ def write_xlnet_records(documents, output_dir, schema, vocab_size, is_start_piec
             f"The documents give {len(ids)} tokens, {len(ids) // streams} per row of the "
             f"{streams} streams: too few for one record of seq_len={schema.seq_len}. Give more "
             "text, or a smaller --batch_size or --seq_len.")
-    start_table = start_piece_table(is_start_piece, vocab_size)
-
-    manifest_path = os.path.join(output_dir, MANIFEST_FILE)
-    # The most batches: one every reuse_len tokens of a row while seq_len fit.
-    most = (len(ids) // streams - schema.seq_len) // schema.reuse_len + 1
-    writing = progress.meter("Writing records", total=most, unit="batches") if progress else None
-
-    import tensorflow as tf  # here: the stream and its checks need none
-
-    rng = np.random.default_rng(random_seed)
-    shards, pending, batches, continuations = [], [], 0, 0
-
-    def write_shard(batch_list):
-        name = f"shard-{len(shards):05d}.tfrecord"
-        tmp, path = os.path.join(output_dir, f".tmp-{name}"), os.path.join(output_dir, name)
-        records = 0
-        step = max(1, _RECORDS_PER_ENCODE // schema.batch_size)  # batches per encode
-        try:
-            with tf.io.TFRecordWriter(tmp) as writer:
-                for begin in range(0, len(batch_list), step):
-                    group = batch_list[begin:begin + step]
-                    block = {key: np.concatenate([g[key] for g in group]) for key in group[0]}
-                    for record in encode_xlnet_examples(block):
-                        writer.write(record)
-                        records += 1
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
-        shards.append({"file": name, "records": records, "sha256": file_sha256(path)})
-
-    for batch in xlnet_batches(ids, sent_ids, schema, start_table, rng, whole_word_spans):
-        pending.append(batch)
-        batches += 1
-        continuations += int(batch["label"].sum())
-        if len(pending) == batches_per_shard:
-            write_shard(pending)
-            pending = []
-        if writing:
-            writing.update(batches, records=batches * schema.batch_size, shards=len(shards))
-    if pending:
-        write_shard(pending)
-    if not batches:
-        raise ValueError(
-            f"The documents give {len(ids)} tokens ({len(ids) // streams} per row): no row has "
-            f"room for a record of seq_len={schema.seq_len} with its next-token targets. Give "
-            "more text, or a smaller --batch_size or --seq_len.")
-    records = batches * schema.batch_size
-    if writing:
-        writing.finish(records=records, shards=len(shards))
-    manifest = {
-        "version": MANIFEST_VERSION,
-        "schema": schema.to_manifest(),
-        "vocab_files": [{"file": os.path.basename(p), "sha256": file_sha256(p)}
-                        for p in vocab_files],
-        "vocab_size": vocab_size,
-        "special_ids": {"sep": schema.sep_id, "cls": schema.cls_id, "eod": eod_id},
-        "documents": num_documents,
-        "sentences": num_sentences,
-        "tokens": int(len(ids)),
-        "tokens_per_row": int(len(ids) // streams),
-        "batches": batches,
-        "records": records,
-        "continuation_records": continuations,  # label 1: B follows A in the text
-        "writer_config": {"random_seed": random_seed, "whole_word_spans": whole_word_spans,
-                          "max_gram": MAX_GRAM, "batches_per_shard": batches_per_shard},
-        "shards": shards,
-    }
-    write_json_atomic(manifest_path, manifest)  # last: a manifest means every shard is whole
-    return manifest
+    return streams
 
 
 def _check_ids(ids, vocab_size, schema):

@@ -24,6 +24,11 @@ import sys
 from absl import flags
 
 from tf_records.command_line import console
+from training.ablation import task_rows
+from training.ablation import tasks as ablation_tasks
+from training.ablation.cells import _free_models
+from training.finetune import FinetuneConfig
+from training.finetune import run
 
 FLAGS = flags.FLAGS
 CANDIDATES = {  # name: (training.finetune task, max_seq_length)
@@ -37,10 +42,6 @@ CANDIDATES = {  # name: (training.finetune task, max_seq_length)
 
 
 def _one(job):
-    from training.ablation.cells import _free_models
-    from training.finetune import FinetuneConfig
-    from training.finetune import run
-
     task, system, lr, folder, tasks_dir, pretrained, vocab, epochs = job
     summary_path = os.path.join(folder, "summary.json")
     if not os.path.exists(summary_path):
@@ -70,9 +71,6 @@ def _one(job):
 
 def main(argv):
     del argv
-    from training.ablation import task_rows
-    from training.ablation import tasks as ablation_tasks
-
     task_rows.PARAGRAPH_SENTENCES = FLAGS.paragraph_sentences
     tasks_dir = os.path.join(FLAGS.output_dir, "tasks")
     manifest = ablation_tasks.write_ablation_tasks(tasks_dir, FLAGS.num_train, FLAGS.num_dev,

@@ -5,6 +5,7 @@ table's scale; or, with nothing run, the score a finished run left.
 """
 
 import contextlib
+import gc
 import json
 import os
 import time
@@ -14,6 +15,9 @@ from training.ablation.settings import QUICK_EPOCHS
 from training.ablation.settings import AblationsConfig
 from training.ablation.systems import SYSTEMS
 from training.ablation.systems import TASKS
+from training.ablation.task_rows import MAX_WORDS
+from training.finetune import FinetuneConfig
+from training.finetune import run as finetune
 
 
 def say(message):
@@ -26,9 +30,7 @@ def _free_models():
     over the whole heap, where TensorFlow and Keras keep about a million
     long-lived objects: 0.5 s after every run. Frozen after the first
     collection, they are not walked again; the runs' own objects are."""
-    import gc
-
-    import keras
+    import keras  # lazy: TensorFlow loads after the console starts and runs._start_worker
 
     keras.backend.clear_session()
     gc.freeze()
@@ -39,10 +41,7 @@ def _run_cell(config, system_name, task_name, split, rate, k):
     traceback goes to the run's log.txt). `split`: "select" (trained on the
     training rows, scored on validation) or "dev". Takes plain values: it
     runs in a worker process."""
-    cfg = AblationsConfig(**config)
-    system = next(s for s in SYSTEMS if s.name == system_name)
-    task = next(t for t in TASKS if t.name == task_name)
-    folder = _cell_folder(cfg, system, task, split, rate, k)
+    cfg, system, task, folder = _cell_of(config, system_name, task_name, split, rate, k)
     try:
         return _cell(cfg, system, task, split, rate, k, folder)
     except (Exception, SystemExit) as e:  # noqa: BLE001 (a failed run stays in the table)
@@ -57,14 +56,19 @@ def _run_cell(config, system_name, task_name, split, rate, k):
 def _load_cell(config, system_name, task_name, split, rate, k):
     """A finished run's score, or `{"error": "not run"}`: `_run_cell`
     without running anything."""
-    cfg = AblationsConfig(**config)
-    system = next(s for s in SYSTEMS if s.name == system_name)
-    task = next(t for t in TASKS if t.name == task_name)
-    folder = _cell_folder(cfg, system, task, split, rate, k)
+    cfg, system, task, folder = _cell_of(config, system_name, task_name, split, rate, k)
     if not os.path.exists(os.path.join(folder, "summary.json")):
         return {"error": "not run"}
     with open(os.path.join(folder, "summary.json"), encoding="utf-8") as f:
         return _score(task, folder, json.load(f), k)
+
+
+def _cell_of(config, system_name, task_name, split, rate, k):
+    """`(cfg, system, task, folder)` of a run named by plain values."""
+    cfg = AblationsConfig(**config)
+    system = next(s for s in SYSTEMS if s.name == system_name)
+    task = next(t for t in TASKS if t.name == task_name)
+    return cfg, system, task, _cell_folder(cfg, system, task, split, rate, k)
 
 
 def _cell_folder(cfg, system, task, split, rate, k):
@@ -73,8 +77,6 @@ def _cell_folder(cfg, system, task, split, rate, k):
 
 
 def _finetune_config(cfg, system, task, split, rate, k, folder):
-    from training.finetune import FinetuneConfig
-
     pretrain = os.path.abspath(os.path.join(cfg.output_dir, "pretrain"))
     checkpoint, preset = "", "tiny"  # no pretraining: random weights, BERT's vocabulary
     if system.checkpoint:
@@ -83,8 +85,6 @@ def _finetune_config(cfg, system, task, split, rate, k, folder):
     data = os.path.join(cfg.output_dir, "tasks", task.name)
     length = task.max_seq_length
     if system.counts_words:
-        from training.ablation.task_rows import MAX_WORDS
-
         length = MAX_WORDS + 2  # words, <S> and </S>
     return FinetuneConfig(
         model=system.model, task=task.finetune_task,
@@ -100,8 +100,6 @@ def _cell(cfg, system, task, split, rate, k, folder):
     """One fine-tuning run (unless done) and its score on the table's scale."""
     summary_path = os.path.join(folder, "summary.json")
     if not os.path.exists(summary_path):
-        from training.finetune import run as finetune
-
         os.makedirs(folder, exist_ok=True)
         start = time.time()
         ft = _finetune_config(cfg, system, task, split, rate, k, folder)

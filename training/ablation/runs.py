@@ -6,16 +6,20 @@ processes as soon as what it needs is done, longest first. A run whose
 its cell. Each fine-tuning run is `training.ablation.cells`. The runs live
 here, not in `training.ablations`: the spawned workers import what they run
 by its module's name, and under `python -m` that module is `__main__`.
+The workers import this module before their initializer sets their
+threads (`_start_worker`), so nothing it imports loads TensorFlow or NumPy.
 """
 
 import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import multiprocessing
 import os
 import traceback
 
 from tf_records.command_line import keras_extras
+from training import pretrain
 from training.ablation.cells import _free_models
 from training.ablation.cells import _load_cell
 from training.ablation.cells import _run_cell
@@ -24,6 +28,7 @@ from training.ablation.settings import PRETRAININGS
 from training.ablation.settings import AblationsConfig
 from training.ablation.settings import beyond_grid
 from training.ablation.settings import learning_rates
+from training.ablation.systems import SYSTEMS
 from training.ablation.systems import TASKS
 from training.ablation.table import pretraining_scores
 
@@ -51,151 +56,181 @@ def _schedule(cfg, corpus, systems, pool, load_only=False):
 
     `load_only`: run nothing; read what earlier runs in the folder left (a
     run not there is the error "not run")."""
-    pool = pool or _Inline()
-    tell = (lambda message: None) if load_only else say
-    config = dataclasses.asdict(cfg)
-    rates = learning_rates(cfg)
-    # No pretraining (no checkpoint) needs BERT's vocabulary, so BERT's pretraining.
-    needed = [name for name in PRETRAINED if any(
-        s.checkpoint == name or (name == "bert" and not s.checkpoint) for s in systems)]
-    pretraining, cells, running, started = {}, {}, {}, set()
-    tried = {}  # (system, task): the rates whose selection run was submitted
-    for system in systems:
-        for task in TASKS:
-            cells[system.name, task.name] = (
-                {"na": system.no_span} if system.no_span and task.name == "span_qa"
-                else {"selection": {}, "seeds": [], "errors": []})
+    schedule = _Schedule(cfg, corpus, systems, pool or _Inline(), load_only)
+    schedule.start()
+    schedule.wait()
+    return {name: schedule.pretraining[name] for name in schedule.needed}, schedule.cells
 
-    def submit(kind, key, fn, *args):
-        if load_only:
-            fn = _load_cell
-        running[pool.submit(fn, *args)] = (kind, key)
 
-    def start_pretraining(name):
-        if name in started:
-            return
-        started.add(name)
-        summary = _pretraining_summary(cfg, name)
-        if summary is not None:  # done before
-            return pretrained(name, summary)
-        if load_only:
-            return pretrained(name, {"error": "not run"})
-        if name in ("no_nsp", "ltr") and not os.path.exists(os.path.join(
-                _pretrain_folder(cfg, "bert"), "data", "train_records", "manifest.json")):
-            return pretrained(name, {"error": "BERT's pretraining data was not written (see "
-                                              "pretrain/bert/log.txt)."})
-        say(f"Pretraining {name} (log {os.path.join(_pretrain_folder(cfg, name), 'log.txt')})"
-            " ...")
-        submit("pretrain", name, _run_pretraining, config, name, corpus)
+def _add_finished_systems(cfg, corpus, systems, pretraining, cells):
+    """Adds to `pretraining` and `cells` every other system whose runs are
+    all in the folder (from an earlier `--systems`), so the tables show
+    everything that ran there."""
+    others = tuple(s for s in SYSTEMS if s not in systems)
+    if not others:
+        return
+    more_pretraining, more_cells = _schedule(cfg, corpus, others, None, load_only=True)
+    incomplete = {name for (name, _), cell in more_cells.items() if cell.get("errors")}
+    cells.update({key: cell for key, cell in more_cells.items() if key[0] not in incomplete})
+    pretraining.update({name: summary for name, summary in more_pretraining.items()
+                        if name not in pretraining and "error" not in summary})
 
-    def pretrained(name, summary):
-        pretraining[name] = summary
-        if "error" in summary:
-            tell(f"  pretraining {name} FAILED: {summary['error']}")
-        elif "wall_seconds" in summary:
-            tell(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
-                 f"{pretraining_scores(summary)}")
-        if name == "bert":  # the LTR and No NSP read its records; then the rest
-            for later in AFTER_BERT:
-                if later in needed:
-                    start_pretraining(later)
+
+AFTER_BERT = ("ltr", "no_nsp", "xlnet", "elmo")  # submitted in this order once BERT is done
+
+
+class _Schedule:
+    """The state of one `_schedule`: what is needed, running and done. Each
+    finished run's result goes to `pretrained`, `selected` or `seeded`,
+    which submit what it lets start."""
+
+    def __init__(self, cfg, corpus, systems, pool, load_only):
+        self.cfg, self.corpus, self.systems, self.pool = cfg, corpus, systems, pool
+        self.load_only = load_only
+        self.tell = (lambda message: None) if load_only else say
+        self.config = dataclasses.asdict(cfg)
+        self.rates = learning_rates(cfg)
+        # No pretraining (no checkpoint) needs BERT's vocabulary, so BERT's pretraining.
+        self.needed = [name for name in PRETRAINED if any(
+            s.checkpoint == name or (name == "bert" and not s.checkpoint) for s in systems)]
+        self.pretraining, self.cells, self.running, self.started = {}, {}, {}, set()
+        self.tried = {}  # (system, task): the rates whose selection run was submitted
         for system in systems:
-            if system.checkpoint == name:
-                start_system(system)
+            for task in TASKS:
+                self.cells[system.name, task.name] = (
+                    {"na": system.no_span} if system.no_span and task.name == "span_qa"
+                    else {"selection": {}, "seeds": [], "errors": []})
+        # No pretraining reads BERT's vocabulary, written (atomically) in the
+        # first seconds of BERT's pretraining: its runs start once it is there.
+        self.waiting = [system for system in systems if not system.checkpoint]
+        self.bert_vocab = os.path.join(_pretrain_folder(cfg, "bert"), "data", "vocab.txt")
 
-    def start_system(system):
-        failed = pretraining.get(system.checkpoint, {}).get("error")
+    def start(self):
+        """Longest first: GPT (a loss at every position) and BERT, then what
+        BERT's records let start (LTR, as long as GPT, first)."""
+        self.start_pretrainings(("gpt", "bert"))
+        if "bert" not in self.needed:
+            self.start_pretrainings(AFTER_BERT)
+
+    def wait(self):
+        """Until every submitted run is done, starting what each lets start."""
+        while True:
+            if self.waiting and os.path.exists(self.bert_vocab):
+                self.start_waiting()
+            if self.waiting and "bert" in self.pretraining:
+                # Finished (or failed) without it: their runs fail naming the file.
+                self.start_waiting()
+            if not self.running:
+                break
+            done, _ = concurrent.futures.wait(self.running, timeout=5 if self.waiting else None,
+                                              return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                kind, key = self.running.pop(future)
+                {"pretrain": self.pretrained, "select": self.selected, "seed": self.seeded}[kind](
+                    key, future.result())
+
+    def submit(self, kind, key, fn, *args):
+        if self.load_only:
+            fn = _load_cell
+        self.running[self.pool.submit(fn, *args)] = (kind, key)
+
+    def start_pretrainings(self, names):
+        for name in names:
+            if name in self.needed:
+                self.start_pretraining(name)
+
+    def start_pretraining(self, name):
+        if name in self.started:
+            return
+        self.started.add(name)
+        summary = _pretraining_summary(self.cfg, name)
+        if summary is not None:  # done before
+            return self.pretrained(name, summary)
+        if self.load_only:
+            return self.pretrained(name, {"error": "not run"})
+        if name in ("no_nsp", "ltr") and not os.path.exists(os.path.join(
+                _pretrain_folder(self.cfg, "bert"), "data", "train_records", "manifest.json")):
+            return self.pretrained(name, {"error": "BERT's pretraining data was not written "
+                                                   "(see pretrain/bert/log.txt)."})
+        say(f"Pretraining {name} (log "
+            f"{os.path.join(_pretrain_folder(self.cfg, name), 'log.txt')}) ...")
+        self.submit("pretrain", name, _run_pretraining, self.config, name, self.corpus)
+
+    def pretrained(self, name, summary):
+        self.pretraining[name] = summary
+        if "error" in summary:
+            self.tell(f"  pretraining {name} FAILED: {summary['error']}")
+        elif "wall_seconds" in summary:
+            self.tell(f"  pretraining {name} ({summary['wall_seconds']:.0f} s): "
+                      f"{pretraining_scores(summary)}")
+        if name == "bert":  # the LTR and No NSP read its records; then the rest
+            self.start_pretrainings(AFTER_BERT)
+        for system in self.systems:
+            if system.checkpoint == name:
+                self.start_system(system)
+
+    def start_system(self, system):
+        failed = self.pretraining.get(system.checkpoint, {}).get("error")
         for task in TASKS:
-            cell = cells[system.name, task.name]
+            cell = self.cells[system.name, task.name]
             if "na" in cell:
                 continue
             if failed:
                 cell["errors"].append(f"pretraining {system.checkpoint} failed: {failed}")
                 continue
-            if len(rates) == 1:  # nothing to choose
-                cell["learning_rate"] = rates[0]
-                submit_seeds(system.name, task.name, rates[0])
+            if len(self.rates) == 1:  # nothing to choose
+                cell["learning_rate"] = self.rates[0]
+                self.submit_seeds(system.name, task.name, self.rates[0])
                 continue
-            tried[system.name, task.name] = list(rates)
-            for rate in rates:
-                submit("select", (system.name, task.name, rate), _run_cell, config,
-                       system.name, task.name, "select", rate, 0)
+            self.tried[system.name, task.name] = list(self.rates)
+            for rate in self.rates:
+                self.submit_selection(system.name, task.name, rate)
 
-    def submit_seeds(system, task, rate):
-        for k in range(cfg.seeds):
-            submit("seed", (system, task), _run_cell, config, system, task, "dev",
-                   rate, k)
+    def start_waiting(self):
+        for system in self.waiting:
+            self.start_system(system)
+        self.waiting.clear()
 
-    def selected(key, result):
+    def submit_selection(self, system, task, rate):
+        self.submit("select", (system, task, rate), _run_cell, self.config, system, task,
+                    "select", rate, 0)
+
+    def submit_seeds(self, system, task, rate):
+        for k in range(self.cfg.seeds):
+            self.submit("seed", (system, task), _run_cell, self.config, system, task, "dev",
+                        rate, k)
+
+    def selected(self, key, result):
         system, task, rate = key
-        cell = cells[system, task]
+        cell = self.cells[system, task]
         if "error" in result:
             cell["errors"].append(result["error"])
         else:
             cell["selection"][f"{rate:g}"] = result["score"]
-        rates_tried = tried[system, task]
+        rates_tried = self.tried[system, task]
         if len(cell["selection"]) + len(cell["errors"]) < len(rates_tried) or not cell["selection"]:
             return
         # The best validation score; a tie goes to the smaller rate.
         best = max(sorted(cell["selection"], key=float), key=lambda r: cell["selection"][r])
-        more = beyond_grid(rates, rates_tried, float(best), cfg.extend_grid)
+        more = beyond_grid(self.rates, rates_tried, float(best), self.cfg.extend_grid)
         if more is not None and not cell["errors"]:
             # The best is at an end of what was tried: try the next rate out.
             rates_tried.append(more)
-            tell(f"  {system}/{task}: best rate so far {best}, at the end of those tried; "
-                 f"trying {more:g}")
-            submit("select", (system, task, more), _run_cell, config, system, task, "select",
-                   more, 0)
+            self.tell(f"  {system}/{task}: best rate so far {best}, at the end of those tried; "
+                      f"trying {more:g}")
+            self.submit_selection(system, task, more)
             return
         cell["learning_rate"] = float(best)
-        tell(f"  {system}/{task}: learning rate {best} (validation "
-             + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
-        submit_seeds(system, task, float(best))
+        self.tell(f"  {system}/{task}: learning rate {best} (validation "
+                  + ", ".join(f"{r}: {s:.1f}" for r, s in cell["selection"].items()) + ")")
+        self.submit_seeds(system, task, float(best))
 
-    def seeded(key, result):
-        cell = cells[key]
+    def seeded(self, key, result):
+        cell = self.cells[key]
         if "error" in result:
             cell["errors"].append(result["error"])
         else:
             cell["seeds"].append(result)
-
-    # Longest first: GPT (a loss at every position) and BERT, then what
-    # BERT's records let start (LTR, as long as GPT, first).
-    for name in ("gpt", "bert"):
-        if name in needed:
-            start_pretraining(name)
-    if "bert" not in needed:
-        for name in AFTER_BERT:
-            if name in needed:
-                start_pretraining(name)
-    # No pretraining reads BERT's vocabulary, written (atomically) in the
-    # first seconds of BERT's pretraining: its runs start once it is there.
-    waiting = [system for system in systems if not system.checkpoint]
-    bert_vocab = os.path.join(_pretrain_folder(cfg, "bert"), "data", "vocab.txt")
-
-    def start_waiting():
-        for system in waiting:
-            start_system(system)
-        waiting.clear()
-
-    while True:
-        if waiting and os.path.exists(bert_vocab):
-            start_waiting()
-        if waiting and "bert" in pretraining:
-            # Finished (or failed) without it: their runs fail naming the file.
-            start_waiting()
-        if not running:
-            break
-        done, _ = concurrent.futures.wait(running, timeout=5 if waiting else None,
-                                          return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            kind, key = running.pop(future)
-            {"pretrain": pretrained, "select": selected, "seed": seeded}[kind](
-                key, future.result())
-    return {name: pretraining[name] for name in needed}, cells
-
-
-AFTER_BERT = ("ltr", "no_nsp", "xlnet", "elmo")  # submitted in this order once BERT is done
 
 
 def _pretrain_folder(cfg, name):
@@ -215,8 +250,6 @@ def _run_pretraining(config, name, corpus):
     """`training.pretrain.run` for one system, its output in its `log.txt`:
     its summary, or `{"error": message}` (the traceback goes to the log).
     Takes plain values: it runs in a worker process."""
-    from training import pretrain
-
     cfg = AblationsConfig(**config)
     folder = _pretrain_folder(cfg, name)
     flags = _pretrain_flags(cfg, name, corpus, folder)
@@ -274,8 +307,6 @@ def _workers(cfg):
     if cfg.workers < 2:
         yield None
         return
-    import multiprocessing
-
     threads = max(1, len(os.sched_getaffinity(0)) // cfg.workers)
     with concurrent.futures.ProcessPoolExecutor(
             cfg.workers, mp_context=multiprocessing.get_context("spawn"),

@@ -19,6 +19,8 @@ import json
 import os
 import shutil
 
+from training.ablation.charts import panels
+from training.ablation.charts import save_figure
 from training.ablation.stats import paired_difference
 from training.ablation.stats import verdict
 from training.ablation.systems import TASKS
@@ -45,9 +47,9 @@ def _stage_path(cfg, steps):
 
 
 def run_scaling(cfg, run):
-    """Runs the next stage not done with `run` (`training.ablations.run`:
-    passed in, as this module sits below it); redraws the plot. Returns the
-    exit status."""
+    """Runs the next stage not done with `run`
+    (`training.ablation.comparison.run`: passed in, as this module sits
+    below it); redraws the plot. Returns the exit status."""
 
     folder = os.path.join(cfg.output_dir, "scaling")
     os.makedirs(folder, exist_ok=True)
@@ -127,12 +129,7 @@ def format_scaling(scaling):
 
 def plot_scaling(scaling, path):
     """One panel per direction: its difference per task against the steps."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(GAPS), figsize=(5 * len(GAPS), 4.2))
+    figure, axes = panels(len(GAPS), 4.2)
     for ax, (better, worse, label) in zip(axes, GAPS):
         for i, task in enumerate(TASKS):
             gap = next(g for g in scaling["gaps"] if g["better"] == better
@@ -153,7 +150,4 @@ def plot_scaling(scaling, path):
         ax.set_title(f"{label} (mean, 95% interval)", fontsize=10)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path + ".tmp.png", dpi=100)
-    plt.close(figure)
-    os.replace(path + ".tmp.png", path)
+    save_figure(figure, path)

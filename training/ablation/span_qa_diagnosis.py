@@ -52,6 +52,22 @@ import os
 import tempfile
 import time
 
+from absl import app
+from absl import flags
+
+import training.finetune as finetune
+from keras_bert_impl import BertBackbone
+from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
+from training.ablation.across_runs import swap_in
+from training.ablation.cells import _finetune_config
+from training.ablation.comparison import commit
+from training.ablation.settings import AblationsConfig
+from training.ablation.settings import learning_rates
+from training.ablation.systems import SYSTEMS
+from training.ablation.systems import TASKS
+from training.finetuning.recipe import finetune_recipe
+from training.run.checkpointing import OutputLock
+
 VARIANTS = ("bert_bilstm", "no_nsp_bilstm", "random_bilstm", "bert_frozen_linear")
 TABLE_ROWS = ("bert", "no_nsp", "ltr", "ltr_bilstm", "random", "bert_features")
 OUTPUT_FILES = ("diagnosis.json", "diagnosis.md")
@@ -59,8 +75,6 @@ OUTPUT_FILES = ("diagnosis.json", "diagnosis.md")
 
 def variant_system(variant):
     """The table's `System` whose checkpoint the variant starts from."""
-    from training.ablation.systems import SYSTEMS
-
     name = {"bert_bilstm": "bert", "no_nsp_bilstm": "no_nsp", "random_bilstm": "random",
             "bert_frozen_linear": "bert"}[variant]
     return next(s for s in SYSTEMS if s.name == name)
@@ -68,9 +82,6 @@ def variant_system(variant):
 
 def wrap_backbone(variant, backbone):
     """The variant's encoder around the backbone `training.finetune` built."""
-    from keras_bert_impl import BertBackbone
-    from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
-
     if backbone.causal:
         raise ValueError(f"{variant}: expected a bidirectional encoder.")
     if variant.endswith("_bilstm"):
@@ -85,11 +96,6 @@ def wrap_backbone(variant, backbone):
 
 def run_variant(cfg, variant, rate, folder):
     """One fine-tuning run of the variant (unless done); its validation F1."""
-    import training.finetune as finetune
-    from training.ablation.cells import _finetune_config
-    from training.ablation.systems import TASKS
-    from training.finetuning.recipe import finetune_recipe
-
     summary_path = os.path.join(folder, "summary.json")
     if not os.path.exists(summary_path):
         task = next(t for t in TASKS if t.name == "span_qa")
@@ -147,10 +153,6 @@ def render(result):
 
 def main(argv):
     del argv
-    from absl import flags
-
-    from training.run.checkpointing import OutputLock
-
     out = os.path.abspath(flags.FLAGS.output_dir)
     try:
         cfg = read_run(flags.FLAGS.run)
@@ -167,8 +169,6 @@ def main(argv):
 def read_run(run):
     """The `AblationsConfig` of the finished run in folder `run`, its
     `output_dir` that folder; ValueError naming the path when it has none."""
-    from training.ablation.settings import AblationsConfig
-
     run_dir = os.path.abspath(run)
     settings_path = os.path.join(run_dir, "settings.json")
     if not os.path.isfile(settings_path):
@@ -183,10 +183,6 @@ def read_run(run):
 
 def write_diagnosis(cfg, out):
     """Every variant's runs (unless done), then `out` swapped in whole."""
-    from training.ablation.across_runs import swap_in
-    from training.ablation.settings import learning_rates
-    from training.ablations import commit
-
     run_dir = cfg.output_dir
     rates = learning_rates(cfg)
     start = time.time()
@@ -214,9 +210,6 @@ def write_diagnosis(cfg, out):
 
 
 if __name__ == "__main__":
-    from absl import app
-    from absl import flags
-
     flags.DEFINE_string("run", None, "A finished `training.ablations` run's folder.",
                         required=True)
     flags.DEFINE_string("output_dir", None, "Where diagnosis.json and diagnosis.md go.",

@@ -22,7 +22,7 @@ CONFIDENCE = 0.95
 
 def _t_quantile(n):
     """The two-sided `CONFIDENCE` Student-t quantile with n - 1 degrees of freedom."""
-    from scipy import stats
+    from scipy import stats  # lazy: NumPy loads in a worker only after runs._start_worker
 
     return float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1))
 

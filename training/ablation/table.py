@@ -1,11 +1,11 @@
 """Table 5 and Table 1 in miniature, the tables themselves: the paper's
 numbers and the directions it reports, and what is made of the
-runs' scores (`build_tables`), as text (`format_tables`) and charts
-(`plot_tables`). The statistics are `training.ablation.stats`.
+runs' scores (`build_tables`), as text (`format_tables`) and Markdown
+(`format_markdown`). The statistics are `training.ablation.stats`; the
+charts `training.ablation.charts`.
 """
 
 import dataclasses
-import os
 
 from training.ablation.stats import cell_interval
 from training.ablation.stats import paired_difference
@@ -85,13 +85,9 @@ def pretraining_scores(summary):
     return ", ".join(shown) or "held-out scores: see summary.json"
 
 
-def build_tables(settings, pretraining, tasks, cells, seconds, commit):
-    """`table5.json`'s and `table1.json`'s content.
-
-    `cells[system, task]`: `{"na": why}` or `{"selection": {lr: validation
-    score}, "learning_rate": chosen, "seeds": [{"seed": k, "score": ...}],
-    "errors": [...]}`.
-    """
+def _system_rows(cells):
+    """`({system: row}, errors)`: each system run (in `cells`) with its
+    cells' seeds and intervals, and every cell's errors, labelled."""
     systems, errors = {}, []
     for system in SYSTEMS:
         if (system.name, TASKS[0].name) not in cells:  # not run (--systems)
@@ -111,6 +107,12 @@ def build_tables(settings, pretraining, tasks, cells, seconds, commit):
                 errors += [f"{system.label} / {task.label}: {e}" for e in cell["errors"]]
             row["tasks"][task.name] = entry
         systems[system.name] = row
+    return systems, errors
+
+
+def _directions(systems):
+    """`{"table5": [...], "table1": [...]}`: each direction's paired
+    difference and verdict per task."""
     directions = {"table5": [], "table1": []}
     for d in DIRECTIONS:
         found = {}
@@ -122,6 +124,18 @@ def build_tables(settings, pretraining, tasks, cells, seconds, commit):
             found[name] = {"difference": diff, "verdict": verdict(diff)}
         directions[d.table].append({"better": d.better, "worse": d.worse, "claim": d.claim,
                                     "robust": d.robust, "here": found})
+    return directions
+
+
+def build_tables(settings, pretraining, tasks, cells, seconds, commit):
+    """`table5.json`'s and `table1.json`'s content.
+
+    `cells[system, task]`: `{"na": why}` or `{"selection": {lr: validation
+    score}, "learning_rate": chosen, "seeds": [{"seed": k, "score": ...}],
+    "errors": [...]}`.
+    """
+    systems, errors = _system_rows(cells)
+    directions = _directions(systems)
     common = {
         "settings": settings, "commit": commit,
         "scale": "dev accuracy x 100 (topic, answer sentence); official SQuAD v1.1 F1 (span "
@@ -226,53 +240,6 @@ def format_tables(table5, table1):
                          else pretraining_scores(summary))
                 lines.append(f"  {name:8s}{shown}")
     return "\n".join(lines)
-
-
-def plot_table(table, path, title):
-    """A bar chart per task: mean and 95% interval, each seed a dot, baselines as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless
-    import matplotlib.pyplot as plt
-
-    names = list(table["systems"])
-    figure, axes = plt.subplots(1, len(TASKS), figsize=(5 * len(TASKS), 4.8))
-    for ax, task in zip(axes, TASKS):
-        baselines = table["baselines"][task.name]
-        shown = [v for v in baselines.values() if isinstance(v, float | int)]
-        for i, name in enumerate(names):
-            entry = table["systems"][name]["tasks"][task.name]
-            stats = entry.get("interval")
-            if stats:
-                error = 0 if stats["low"] is None else stats["mean"] - stats["low"]
-                ax.bar(i, stats["mean"], color=f"C{i}", yerr=error, capsize=4)
-                ax.plot([i] * len(entry["seeds"]), [s["score"] for s in entry["seeds"]], "k.",
-                        markersize=4)
-                shown += [s["score"] for s in entry["seeds"]] + [stats["mean"] + error]
-            else:
-                ax.text(i, 0.03, "n/a" if "na" in entry else "failed", ha="center", fontsize=9,
-                        transform=ax.get_xaxis_transform())  # x: bar, y: axes fraction
-        ax.axhline(baselines["trivial"], color="k", linestyle="--", linewidth=1,
-                   label="trivial baseline")
-        if "bag_of_words" in baselines:
-            ax.axhline(baselines["bag_of_words"], color="k", linestyle=":", linewidth=1,
-                       label="bag of words (1-2 grams)")
-        low, high = min(shown), max(shown)
-        margin = max(1.0, 0.1 * (high - low))
-        ax.set_ylim(max(0.0, low - 4 * margin), high + margin)
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels([table["systems"][n]["label"] for n in names], rotation=35,
-                           ha="right", fontsize=8)
-        ax.set_title(f"{task.label} (~{task.paper_column})\n{task.kind}", fontsize=10)
-        ax.legend(fontsize=7, loc="lower right")
-    settings = table["settings"]
-    figure.suptitle(f"{title}: tiny models, {settings['pretrain_steps']} pretraining steps, "
-                    f"{settings['seeds']} fine-tuning seeds; bars: mean and 95% interval, "
-                    "dots: seeds", fontsize=10)
-    figure.tight_layout()
-    figure.savefig(path + ".tmp.png", dpi=100)
-    plt.close(figure)
-    os.replace(path + ".tmp.png", path)
 
 
 def _md_cell(entry):

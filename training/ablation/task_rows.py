@@ -7,8 +7,6 @@ stream; a side with fewer usable rows than asked is refused.
 
 import re
 
-from training.ablation.word_order_task import swap_two_words
-
 MIN_WORDS, MAX_WORDS = 6, 30  # a sentence for word order and questions
 PAIR_MIN_WORDS, PAIR_MAX_WORDS = 4, 30  # each sentence of a pair
 PARAGRAPH_SENTENCES = 1  # span QA: a paragraph is one sentence (calibrated)
@@ -23,6 +21,17 @@ _STOPWORDS = frozenset("""
     whom whose what where why how all any each every some such can could may might must shall
     should will would also only other more most same very just one two both either neither
     """.split())
+
+
+def swap_two_words(sentence, rng):
+    """`sentence` with two of its words (different ones) swapped, drawn with `rng`."""
+    words = sentence.split()
+    while True:
+        i, j = sorted(rng.sample(range(len(words)), 2))
+        if words[i] != words[j]:
+            break
+    words[i], words[j] = words[j], words[i]
+    return " ".join(words)
 
 
 def _take(items, count, rng, what, side):

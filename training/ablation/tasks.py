@@ -40,6 +40,8 @@ import os
 import random
 
 from absl import flags
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegression
 
 from tf_records.command_line import console
 from training.ablation.task_rows import answer_sentence_rows
@@ -49,6 +51,8 @@ from training.ablation.task_rows import span_qa_articles
 from training.ablation.task_rows import topic_rows
 from training.ablation.task_rows import word_order_rows
 from training.pretraining.default_corpus import default_documents
+from training.pretraining.default_corpus import document_sources
+from training.tasks.squad_metrics import evaluate_v1
 
 HELDOUT_PERCENT = 15  # of the documents: Table 5's corpus holds them out of pretraining
 
@@ -63,8 +67,6 @@ def split_documents(with_sources=False):
     sentences that also stand in a training document.
     `with_sources`: `(source, sentences)` pairs instead
     (`training.pretraining.default_corpus.document_sources`)."""
-    from training.pretraining.default_corpus import document_sources
-
     sources = document_sources() if with_sources else {}
     sides = {"train": [], "dev": []}
     for sentences in default_documents():
@@ -84,8 +86,6 @@ def split_documents(with_sources=False):
 
 def first_words_f1(data, num_words):
     """Official SQuAD v1.1 F1 and EM of always answering the context's first words."""
-    from training.tasks.squad_metrics import evaluate_v1
-
     predictions = {qa["id"]: " ".join(p["context"].split()[:num_words])
                    for article in data for p in article["paragraphs"] for qa in p["qas"]}
     return evaluate_v1(data, predictions)
@@ -98,9 +98,6 @@ def bag_of_words_accuracy(task):
     `training.ablation.word_order_task` picks C by cross-validation; one fit is
     enough for a reference row here and takes a second, not a minute.
     """
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-
     vectorizer = CountVectorizer(ngram_range=(1, 2), token_pattern=r"\S+", lowercase=True)
     train_x = vectorizer.fit_transform([text for _, text in task["train"]])
     classifier = LogisticRegression(C=1.0, max_iter=2000)
@@ -206,13 +203,7 @@ def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_valida
     rewritten.
     """
     manifest_path = os.path.join(folder, "tasks.json")
-    settings = {"num_train": num_train, "num_validation": num_validation, "num_dev": num_dev,
-                "seed": seed, "names": list(names)}
-    if span_qa_num_train is not None and span_qa_num_train != num_train:
-        if span_qa_num_train < num_train:
-            raise ValueError(f"span_qa_num_train={span_qa_num_train}: at least num_train "
-                             f"({num_train}).")
-        settings["span_qa_num_train"] = span_qa_num_train
+    settings = _task_settings(num_train, num_validation, num_dev, seed, names, span_qa_num_train)
     if os.path.exists(manifest_path):
         with open(manifest_path, encoding="utf-8") as f:
             manifest = json.load(f)
@@ -233,42 +224,71 @@ def write_ablation_tasks(folder, num_train=2000, num_dev=400, seed=0, num_valida
         if name == "span_qa":
             more = settings.get("span_qa_num_train", num_train) - num_train
             record["train"] += more
-            state = rng.getstate()  # the draw consumes the stream alike for any count
-            train = span_qa_articles(docs["train"], num_train + num_validation, rng, "train",
-                                     prefix="train-")
-            sides = {"train": _take_questions(train, 0, num_train),
-                     "validation": _take_questions(train, num_train, num_train + num_validation),
-                     "dev": span_qa_articles(docs["dev"], num_dev, rng, "dev", prefix="dev-")}
-            if more:  # the questions drawn after those, from the same stream
-                again = random.Random()
-                again.setstate(state)
-                everything = span_qa_articles(docs["train"], None, again, "train",
-                                              prefix="train-")
-                sides["train"] = sides["train"] + _questions_after(
-                    everything, num_train + num_validation, more, "train-", sides["validation"])
-            answer_words = sorted(len(qa["answers"][0]["text"].split())
-                                  for article in sides["train"] for p in article["paragraphs"]
-                                  for qa in p["qas"])
-            num_words = answer_words[len(answer_words) // 2]  # the median answer length
-            record.update(metric="f1", majority=first_words_f1(sides["dev"], num_words)["f1"],
-                          majority_means=f"F1 of always answering the paragraph's first "
-                                         f"{num_words} word(s)")
+            sides = _span_qa_sides(docs, rng, num_train, num_validation, num_dev, more)
+            record.update(_span_qa_baseline(sides))
         else:
             train, validation = _split_balanced(
                 _rows(name, docs["train"], num_train + num_validation, rng, "train"), num_train)
             sides = {"train": train, "validation": validation,
                      "dev": _rows(name, docs["dev"], num_dev, rng, "dev")}
-            bag = {side: [(row[0], _bag_text(row)) for row in sides[side]]
-                   for side in ("train", "dev")}
-            record.update(
-                metric="accuracy",
-                majority=_majority_accuracy([r[0] for r in sides["train"]],
-                                            [r[0] for r in sides["dev"]]),
-                bag_of_words=bag_of_words_accuracy(bag))
+            record.update(_classification_baselines(sides))
         _write_task(folder, name, sides)
         manifest["tasks"][name] = record
     _write(manifest_path, json.dumps(manifest, indent=2))
     return manifest
+
+
+def _task_settings(num_train, num_validation, num_dev, seed, names, span_qa_num_train):
+    """The `settings` of `tasks.json`: what the rows depend on."""
+    settings = {"num_train": num_train, "num_validation": num_validation, "num_dev": num_dev,
+                "seed": seed, "names": list(names)}
+    if span_qa_num_train is not None and span_qa_num_train != num_train:
+        if span_qa_num_train < num_train:
+            raise ValueError(f"span_qa_num_train={span_qa_num_train}: at least num_train "
+                             f"({num_train}).")
+        settings["span_qa_num_train"] = span_qa_num_train
+    return settings
+
+
+def _span_qa_sides(docs, rng, num_train, num_validation, num_dev, more):
+    """Span QA's `{"train", "validation", "dev"}` articles: `more` training
+    questions past the first `num_train` are those drawn after the
+    validation rows, from the same stream."""
+    state = rng.getstate()  # the draw consumes the stream alike for any count
+    train = span_qa_articles(docs["train"], num_train + num_validation, rng, "train",
+                             prefix="train-")
+    sides = {"train": _take_questions(train, 0, num_train),
+             "validation": _take_questions(train, num_train, num_train + num_validation),
+             "dev": span_qa_articles(docs["dev"], num_dev, rng, "dev", prefix="dev-")}
+    if more:  # the questions drawn after those, from the same stream
+        again = random.Random()
+        again.setstate(state)
+        everything = span_qa_articles(docs["train"], None, again, "train", prefix="train-")
+        sides["train"] = sides["train"] + _questions_after(
+            everything, num_train + num_validation, more, "train-", sides["validation"])
+    return sides
+
+
+def _span_qa_baseline(sides):
+    """Span QA's metric and trivial baseline: the official F1 of always
+    answering the paragraph's first words, as many as the median answer."""
+    answer_words = sorted(len(qa["answers"][0]["text"].split())
+                          for article in sides["train"] for p in article["paragraphs"]
+                          for qa in p["qas"])
+    num_words = answer_words[len(answer_words) // 2]  # the median answer length
+    return {"metric": "f1", "majority": first_words_f1(sides["dev"], num_words)["f1"],
+            "majority_means": f"F1 of always answering the paragraph's first "
+                              f"{num_words} word(s)"}
+
+
+def _classification_baselines(sides):
+    """A classification task's metric and baselines: the majority class of
+    train, and the bag of words."""
+    bag = {side: [(row[0], _bag_text(row)) for row in sides[side]] for side in ("train", "dev")}
+    return {"metric": "accuracy",
+            "majority": _majority_accuracy([r[0] for r in sides["train"]],
+                                           [r[0] for r in sides["dev"]]),
+            "bag_of_words": bag_of_words_accuracy(bag)}
 
 
 def _split_balanced(rows, count):

@@ -20,8 +20,11 @@ import os
 import random
 
 from absl import flags
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegressionCV
 
 from tf_records.command_line import console
+from training.ablation.task_rows import swap_two_words
 from training.pretraining.default_corpus import default_documents
 
 MIN_WORDS, MAX_WORDS = 6, 30
@@ -30,17 +33,6 @@ MIN_WORDS, MAX_WORDS = 6, 30
 def _usable(sentence):
     words = sentence.split()
     return MIN_WORDS <= len(words) <= MAX_WORDS and "\t" not in sentence
-
-
-def swap_two_words(sentence, rng):
-    """`sentence` with two of its words (different ones) swapped, drawn with `rng`."""
-    words = sentence.split()
-    while True:
-        i, j = sorted(rng.sample(range(len(words)), 2))
-        if words[i] != words[j]:
-            break
-    words[i], words[j] = words[j], words[i]
-    return " ".join(words)
 
 
 def make_word_order_task(num_train=4000, num_dev=1000, seed=0):
@@ -91,9 +83,6 @@ def bag_of_words_accuracy(task, ngram_range=(1, 1)):
     Lowercased words as BERT's uncased tokenizer sees them; C chosen by
     5-fold cross-validation on train only.
     """
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegressionCV
-
     vectorizer = CountVectorizer(ngram_range=ngram_range, token_pattern=r"\S+", lowercase=True)
     train_x = vectorizer.fit_transform([s for _, s in task["train"]])
     dev_x = vectorizer.transform([s for _, s in task["dev"]])

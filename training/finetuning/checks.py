@@ -9,15 +9,19 @@ before `run_config.json` is written.
 
 import os
 
+import keras
+
+from keras_bert_impl.base.sequence_checks import check_fits_positions
+from keras_bert_impl.checkpoints.keras_files import check_keras_file
 from tf_records.input_files import check_output_folder
+from training.run.config_flags import check_at_least
+from training.run.config_flags import check_one_of
+from training.run.distribution import STRATEGIES
+from training.tasks.bad_rows import BadRowError
 
 
 def check_flags(cfg):
     """`SystemExit` naming the first flag out of its range (before any default is filled in)."""
-    from training.run.config_flags import check_at_least
-    from training.run.config_flags import check_one_of
-    from training.run.distribution import STRATEGIES
-
     check_at_least(cfg, {"max_seq_length": 0, "window_stride": 0, "doc_stride": 1,
                          "max_query_length": 1, "n_best_size": 1, "max_answer_length": 1,
                          "batch_size": 1, "epochs": 1, "learning_rate": 0.0, "clip_norm": 0.0,
@@ -32,9 +36,10 @@ def check_flags(cfg):
                          "tokens (at least 3; 0: the task's default).")
 
 
-def check_paths(cfg):
+def check_paths(cfg, recipe):
     """`SystemExit` naming a flag whose file or folder is missing or not of
-    a kind the model reads."""
+    a kind the model reads. `recipe`: the family's `FinetuneRecipe`, which
+    checks its checkpoint's format."""
     for flag in ("vocab_file", "merges_file"):
         path = getattr(cfg, flag)
         if path and not os.path.isfile(path):
@@ -43,15 +48,11 @@ def check_paths(cfg):
                                     or os.path.exists(cfg.init_checkpoint + ".index")):
         raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: no such file or folder.")
     if cfg.init_checkpoint.endswith(".keras"):
-        from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
         try:
             check_keras_file(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
-    from training.finetuning.recipe import finetune_recipe
-
-    finetune_recipe(cfg.model).check_checkpoint(cfg)
+    recipe.check_checkpoint(cfg)
     check_output_folder(cfg.output_dir, marks=(os.path.join("checkpoints", "run_config.json"),))
 
 
@@ -60,8 +61,6 @@ def load_data(cfg, recipe):
     read, encoded and checked (bad rows name file and line; an empty split
     is named here, not found by `predict` after an epoch). `recipe`: the
     family's `FinetuneRecipe`."""
-    from training.tasks.bad_rows import BadRowError
-
     try:  # a vocabulary that is not one: named by its flag
         tokenizer = recipe.tokenizer(cfg)
     except (ValueError, UnicodeDecodeError) as e:
@@ -82,22 +81,17 @@ def load_data(cfg, recipe):
     return tokenizer, task, (x, y, sample_weight)
 
 
-def check_positions(cfg, backbone):
-    """`SystemExit` when `--max_seq_length` exceeds the positions the
-    backbone has (BERT's max_position_embeddings, GPT's n_positions)."""
-    from keras_bert_impl.base.sequence_checks import check_fits_positions
-
+def check_positions(max_seq_length, backbone, source):
+    """`SystemExit` when `max_seq_length` (`--max_seq_length`) exceeds the
+    positions the backbone has (BERT's max_position_embeddings, GPT's
+    n_positions); `source` says where the backbone came from."""
     config = getattr(backbone, "bert_config", None) or getattr(backbone, "gpt_config", None)
     try:
-        check_fits_positions(cfg.max_seq_length, config, "--max_seq_length",
-                             source="from " + (cfg.init_checkpoint or "--preset=" + cfg.preset))
+        check_fits_positions(max_seq_length, config, "--max_seq_length", source=source)
     except ValueError as e:
         raise SystemExit(str(e)) from None
 
 
 def _take(arrays, n):
-    import keras
-
     # Sample weights are None for most tasks: kept as they are.
     return keras.tree.map_structure(lambda a: a if a is None else a[:n], arrays) if n else arrays
-

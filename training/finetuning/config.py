@@ -1,9 +1,13 @@
 """The settings of `training.finetune`: `FinetuneConfig` (every flag a
-field, its default the flag's), the flags' help, and `resolve`, which
-fills in what the flags leave to the task and the model (learning rate,
-length, warmup, weight decay) and locates the checkpoint and its
-vocabulary: the checks every family shares here, the rest by the family's
-recipe (`training/finetuning/recipe.py`, `training/<family>/finetune.py`).
+field, its default the flag's), the flags' help, the refusals of other
+families' flags the recipes share, and `resolve`, which fills in what the
+flags leave to the task and the model (learning rate, length, warmup,
+weight decay) and locates the checkpoint and its vocabulary
+(`training/finetuning/resolve.py`; the family's part in its recipe,
+`training/finetuning/recipe.py`, `training/<family>/finetune.py`).
+
+Nothing here imports TensorFlow: the command reads this module before its
+console starts.
 """
 
 import dataclasses
@@ -150,61 +154,23 @@ HELP = {
               "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }
 
-ABLATIONS = ("", "ltr", "ltr_bilstm", "features")
-
-
-def say(message):
-    print(message, flush=True)
-
 
 def with_checkpoint_by_name(cfg, recipe=None):
-    """`cfg` with a Hub repository id in `--init_checkpoint` (e.g.
-    bert-base-uncased) replaced by its folder in the Hugging Face cache, the
-    change printed; paths stay as typed. ELMo's checkpoints are not on the
-    Hub (its recipe says so: `hub_checkpoints`)."""
-    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+    """`cfg` with a Hub repository id in `--init_checkpoint` replaced by its
+    folder in the Hugging Face cache (`training.finetuning.resolve`)."""
+    # lazy: read before the console starts (training.finetune); resolving imports Keras
+    from training.finetuning import resolve as resolving
 
-    if recipe is None:
-        from training.finetuning.recipe import finetune_recipe
-
-        recipe = finetune_recipe(cfg.model)
-    if not cfg.init_checkpoint or not recipe.hub_checkpoints:
-        return cfg
-    try:
-        folder = resolve_checkpoint(cfg.init_checkpoint)
-    except ValueError as e:
-        raise SystemExit(f"--init_checkpoint: {e}") from None
-    if folder != cfg.init_checkpoint:
-        say(f"--init_checkpoint={cfg.init_checkpoint}: the Hub's files in {folder}")
-    return dataclasses.replace(cfg, init_checkpoint=folder)
+    return resolving.with_checkpoint_by_name(cfg, recipe)
 
 
 def resolve(cfg):
-    """Task defaults filled in; checkpoint and vocabulary located: the
-    checks every family shares, then the family's recipe
-    (`training.finetuning.recipe`)."""
-    from training.finetuning.recipe import finetune_recipe
+    """Task defaults filled in; checkpoint and vocabulary located
+    (`training.finetuning.resolve.resolve`)."""
+    # lazy: read before the console starts (training.finetune); resolving imports Keras
+    from training.finetuning import resolve as resolving
 
-    recipe = finetune_recipe(cfg.model)
-    cfg = with_checkpoint_by_name(cfg, recipe)
-    if cfg.task == "text_classification":  # your own files instead of a --data_dir
-        from training.finetuning.text_classification import check_flags
-
-        check_flags(cfg)
-    elif cfg.train_file or cfg.dev_file or cfg.test_file:
-        raise SystemExit("--train_file, --dev_file and --test_file are read by "
-                         "--task=text_classification; the other tasks read --data_dir.")
-    elif cfg.allow_many_labels:
-        raise SystemExit("--allow_many_labels is an option of --task=text_classification "
-                         "(your own files' labels).")
-    elif not cfg.task or not cfg.data_dir:
-        raise SystemExit("--task and --data_dir are required (see --help).")
-    if cfg.ablation not in ABLATIONS:
-        raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
-                         f"{', '.join(repr(a) for a in ABLATIONS)}.")
-    if cfg.ablation and not recipe.ablations:
-        raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
-    return recipe.resolve(cfg)
+    return resolving.resolve(cfg)
 
 
 def refuse_elmo_flags(cfg):

@@ -22,6 +22,7 @@ import numbers
 import os
 
 import keras
+import tensorflow as tf
 
 from training.run.checkpointing import TrainingCheckpoint
 
@@ -44,8 +45,6 @@ def shuffled_batches(x, y, sample_weight, batch_size, seed):
     """One epoch of in-memory rows, shuffled by `seed`, in batches of
     `batch_size` (the last may be smaller): what `fit(x, y, shuffle=True)`
     gives, with an order that does not depend on what ran before."""
-    import tensorflow as tf
-
     rows = len(next(iter(keras.tree.flatten(x))))
     data = (x, y) if sample_weight is None else (x, y, sample_weight)
     return (tf.data.Dataset.from_tensor_slices(data).shuffle(rows, seed=seed)
@@ -64,8 +63,6 @@ class EvaluateEachEpoch(keras.callbacks.Callback):
         self.log_dir = log_dir
 
     def on_epoch_end(self, epoch, logs=None):
-        import tensorflow as tf
-
         for split in self.task.eval_splits:
             metrics, _ = self.task.evaluate(self.model, split)
             shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
@@ -119,7 +116,7 @@ class SaveEverySteps(keras.callbacks.Callback):
         self.history.append({k: float(v) for k, v in (logs or {}).items()
                              if isinstance(v, numbers.Real)})
         if self.checkpoint.is_chief:
-            _write_json(self.history_path, self.history)
+            write_json(self.history_path, self.history)
         self.checkpoint.save(self.batches)
 
 
@@ -148,11 +145,27 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
     directory = os.path.join(output_dir, "checkpoints")
     _check_run_config({k: v for k, v in run_config.items() if k not in _NOT_RUN_KEYS},
                       os.path.join(directory, "run_config.json"), output_dir)
+    checkpoint, start, history = _restore(model, strategy, directory, steps_per_epoch,
+                                          epochs * steps_per_epoch)
+    saver = SaveEverySteps(checkpoint, every_steps, steps_per_epoch, start, history,
+                           os.path.join(directory, "history.json"))
+    log.step = start
+    _fit_from(model, epoch_batches, start, epochs, steps_per_epoch, [*callbacks, log, saver],
+              saver)
+    if saver.bad_loss is not None:
+        raise SystemExit(f"The loss became {saver.bad_loss[1]} by step {saver.bad_loss[0]}: "
+                         f"stopped; the last good checkpoint is kept in {directory}.")
+    return {name: [logs.get(name, float("nan")) for logs in history]
+            for name in dict.fromkeys(k for logs in history for k in logs)}
+
+
+def _restore(model, strategy, directory, steps_per_epoch, total):
+    """(the `TrainingCheckpoint` in `directory`, the step restored (0: none),
+    the history of the epochs finished before it), the resume said in a line."""
     with strategy.scope():
         # One checkpoint kept: a save completes before the older one goes.
         checkpoint = TrainingCheckpoint(model, directory, max_to_keep=1, strategy=strategy)
         start = checkpoint.restore_latest()
-    total = epochs * steps_per_epoch
     history_path = os.path.join(directory, "history.json")
     history = []
     if start:
@@ -164,9 +177,12 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
                 "not training again.")
         else:
             say(f"Resuming fine-tuning at step {start} of {total} from {directory}")
-    saver = SaveEverySteps(checkpoint, every_steps, steps_per_epoch, start, history, history_path)
-    log.step = start
-    callbacks = [*callbacks, log, saver]
+    return checkpoint, start, history
+
+
+def _fit_from(model, epoch_batches, start, epochs, steps_per_epoch, callbacks, saver):
+    """`fit` from step `start` to the end: the rest of the epoch it falls in,
+    then the epochs after it (none once `saver` saw a non-finite loss)."""
     epoch, offset = divmod(start, steps_per_epoch)
     if offset:  # the rest of the epoch the run stopped in
         model.fit(epoch_batches(epoch).skip(offset), initial_epoch=epoch, epochs=epoch + 1,
@@ -180,11 +196,6 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
         model.fit(data, initial_epoch=epoch, epochs=epochs, steps_per_epoch=steps_per_epoch,
                   callbacks=callbacks, verbose=0,
                   shuffle=False)  # the batches are shuffled, by (seed, epoch)
-    if saver.bad_loss is not None:
-        raise SystemExit(f"The loss became {saver.bad_loss[1]} by step {saver.bad_loss[0]}: "
-                         f"stopped; the last good checkpoint is kept in {directory}.")
-    return {name: [logs.get(name, float("nan")) for logs in history]
-            for name in dict.fromkeys(k for logs in history for k in logs)}
 
 
 def _check_run_config(settings, path, output_dir):
@@ -199,10 +210,11 @@ def _check_run_config(settings, path, output_dir):
                     f"command says {value!r}. Use the same settings to resume it, or another "
                     "--output_dir.")
         return
-    _write_json(path, settings)
+    write_json(path, settings)
 
 
-def _write_json(path, value):
+def write_json(path, value):
+    """`value` as indented JSON at `path`, written whole or not at all."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(value, f, indent=2, default=float)

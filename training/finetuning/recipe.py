@@ -6,9 +6,11 @@ place fine-tuning chooses code by a model's name (pretraining's is
 A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
 `FinetuneRecipe` that fills in what differs:
 
-- `resolve(cfg)`: the task defaults every family shares, with the family's
-  learning rate, warmup and weight decay (`task_defaults`), then its own
-  defaults and refusals, checkpoint and vocabulary located (`resolve_own`);
+- `resolve(cfg)`: the task defaults, from the family's tables of learning
+  rate and length per task (BERT's: `DEFAULT_LEARNING_RATE`,
+  `DEFAULT_MAX_SEQ_LENGTH`) and its warmup and weight decay
+  (`task_defaults`), then its own defaults and refusals, checkpoint and
+  vocabulary located (`resolve_own`);
 - `check_checkpoint(cfg)`: the checkpoint's format, before data is read;
 - `tokenizer(cfg)` and `make_task(cfg, tokenizer)`;
 - `build_backbone(cfg, vocab_size)` and `check_backbone(cfg, tokenizer,
@@ -33,12 +35,40 @@ def finetune_recipe(model):
     return family_recipe(FAMILIES, model)
 
 
+def check_start(model, init_checkpoint, preset, presets, family, needs, not_both=False):
+    """`SystemExit` unless a `--model=<model>` run starts from
+    `init_checkpoint` or one of its `presets`: for a preset of another
+    family (`family`: "a GPT", "an ELMo"), for neither (`needs`: what the
+    message says it needs), and with `not_both` for both."""
+    if preset and preset not in presets:
+        raise SystemExit(f"--preset={preset!r} is not {family} preset: use one of "
+                         f"{sorted(presets)}.")
+    if not init_checkpoint and not preset:
+        raise SystemExit(f"--model={model} needs {needs}")
+    if not_both and init_checkpoint and preset:
+        raise SystemExit(f"Pass --init_checkpoint or --preset for --model={model}, not both.")
+
+
+# The paper's fine-tuning settings (Sec. 4, Appendix A.3): learning rates
+# from its grid {5e-5, 3e-5, 2e-5}: GLUE 5e-5 (the original
+# run_classifier.py default), SQuAD 3e-5 (the original README's run),
+# SWAG 2e-5 (Sec. 4.4), NER 5e-5.
+# Your own files (`--task=text_classification`) are classified as GLUE is.
+DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5,
+                         "text_classification": 5e-5}
+DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128,
+                          "text_classification": 128}
+
+
 class FinetuneRecipe:
     """The defaults of a family that uses BERT's; each family overrides what differs."""
 
     name = "bert"
     adam_epsilon = None  # None: OptimizerConfig's
-    learning_rate = None  # None: the task's (training.finetuning.tasks.DEFAULT_LEARNING_RATE)
+    learning_rate = None  # None: the task's (task_learning_rates)
+    # Task kind -> learning rate and tokens per input, where the flags leave them 0.
+    task_learning_rates = DEFAULT_LEARNING_RATE
+    task_max_seq_lengths = DEFAULT_MAX_SEQ_LENGTH
     # BERT's (and GPT's weight decay): warmup over 10% of the steps, then linear decay.
     warmup_proportion = 0.1
     weight_decay = 0.01
@@ -52,16 +82,13 @@ class FinetuneRecipe:
     def task_defaults(self, cfg):
         """{field: value} of the defaults left to fill: the task's learning
         rate (or the family's) and length, the family's warmup and weight decay."""
-        from training.finetuning.tasks import DEFAULT_LEARNING_RATE
-        from training.finetuning.tasks import DEFAULT_MAX_SEQ_LENGTH
-
         kind = "glue" if cfg.task.startswith("glue/") else cfg.task
         changes = {}
-        if kind in DEFAULT_LEARNING_RATE:
+        if kind in self.task_learning_rates:
             if not cfg.learning_rate:
-                changes["learning_rate"] = self.learning_rate or DEFAULT_LEARNING_RATE[kind]
+                changes["learning_rate"] = self.learning_rate or self.task_learning_rates[kind]
             if not cfg.max_seq_length:
-                changes["max_seq_length"] = DEFAULT_MAX_SEQ_LENGTH[kind]
+                changes["max_seq_length"] = self.task_max_seq_lengths[kind]
         if cfg.warmup_proportion < 0:
             changes["warmup_proportion"] = self.warmup_proportion
         if cfg.weight_decay < 0:
@@ -92,6 +119,8 @@ class FinetuneRecipe:
         return ""
 
     def grouped_batches(self, x, y, sample_weight, batch_size, group, seed):
+        # Read before any console starts (training.ablation.span_qa_diagnosis imports it).
+        # lazy: this registry imports no TensorFlow; length_grouping does
         from tf_records.length_grouping import grouped_batches
 
         return grouped_batches(x, y, sample_weight, batch_size, group, seed)

@@ -35,15 +35,20 @@ The data and metrics live in `training/tasks/`; this file only wires them togeth
 
 import glob
 import hashlib
+import json
 import os
 import weakref
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_bert_impl import BertClassifier
 from keras_bert_impl import BertMultipleChoice
 from keras_bert_impl import BertQuestionAnswerer
 from keras_bert_impl import BertTokenTagger
+from tf_records.command_line.progress import batch_progress
+from tf_records.length_grouping import length_sorted_batches
 from training.tasks import conll
 from training.tasks import conll_metrics
 from training.tasks import glue
@@ -51,16 +56,6 @@ from training.tasks import glue_metrics
 from training.tasks import squad
 from training.tasks import squad_metrics
 from training.tasks import swag
-
-# The paper's fine-tuning settings (Sec. 4, Appendix A.3): learning rates
-# from its grid {5e-5, 3e-5, 2e-5}: GLUE 5e-5 (the original
-# run_classifier.py default), SQuAD 3e-5 (the original README's run),
-# SWAG 2e-5 (Sec. 4.4), NER 5e-5.
-# Your own files (`--task=text_classification`) are classified as GLUE is.
-DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5,
-                         "text_classification": 5e-5}
-DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128,
-                          "text_classification": 128}
 
 
 def _say(message):
@@ -105,8 +100,6 @@ _LAST_SCORES = weakref.WeakKeyDictionary()
 
 def _weights_fingerprint(model):
     """A digest of every weight's value (trainable or not)."""
-    import keras
-
     digest = hashlib.blake2b(digest_size=16)
     for variable in model.weights:
         digest.update(np.ascontiguousarray(keras.ops.convert_to_numpy(variable)).view(np.uint8))
@@ -117,10 +110,6 @@ def _predict(model, x, batch_size):
     """`model.predict(x)`, or the outputs of the last call on this `x` object
     while `model`'s weights are unchanged (about a tenth of a second for
     MiniLM's 90 MB to fingerprint, against seconds for a dev pass)."""
-    import keras
-
-    from tf_records.command_line.progress import batch_progress
-
     fingerprint = _weights_fingerprint(model)
     scores = _LAST_SCORES.setdefault(model, {})
     last = scores.get(id(x))
@@ -141,8 +130,6 @@ def _rows_outputs(model, x):
     output vector per row, not per token; right padding, masked: a row's
     outputs do not depend on its padding), off TPUs (which want static
     shapes)."""
-    import tensorflow as tf
-
     if not isinstance(model, BertClassifier | BertMultipleChoice) or not isinstance(x, dict):
         return False
     return "input_mask" in x and not isinstance(model.distribute_strategy,
@@ -154,10 +141,6 @@ def _predict_sorted_by_length(model, x, batch_size, callbacks):
     its longest row (`cut_padding`), the outputs put back in row order:
     training's batches are cut this way too, and a dev set of short rows is
     mostly padding at `--max_seq_length`."""
-    import keras
-
-    from tf_records.length_grouping import length_sorted_batches
-
     batches, back = length_sorted_batches(x, batch_size)
     outputs = model.predict(batches, verbose=0, callbacks=callbacks)
     return keras.tree.map_structure(lambda out: out[back], outputs)
@@ -280,10 +263,24 @@ class SquadTask:
             self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
         _report_skipped(skipped, self.train_file)
         check_rows(len(examples), self.train_file, "train", skipped, "questions")
-        features = squad.convert_examples_to_features(
-            examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
-            self.cfg.max_query_length, is_training=True)
+        features = self._features(examples, is_training=True)
         return features.x, features.y, None
+
+    def _features(self, examples, is_training):
+        """The windows of `examples` the model reads (`training.tasks.squad`'s)."""
+        cfg = self.cfg
+        return squad.convert_examples_to_features(
+            examples, self.tokenizer, cfg.max_seq_length, cfg.doc_stride, cfg.max_query_length,
+            is_training=is_training)
+
+    def _decode(self, examples, features, out, **threshold):
+        """`(predictions, nbest, null_odds)` from the model's outputs `out`;
+        `threshold`: SQuAD v2's `null_score_diff_threshold`, once searched."""
+        return squad.decode_predictions(
+            examples, features, out["start_logits"], out["end_logits"],
+            n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length,
+            do_lower_case=self.cfg.do_lower_case, version_2_with_negative=self.version_2,
+            **threshold)
 
     def build_model(self, backbone):
         return BertQuestionAnswerer(backbone)
@@ -295,26 +292,19 @@ class SquadTask:
         if "dev" not in self._cache:
             examples, _ = squad.read_squad_examples(self.dev_file, False, self.version_2)
             check_rows(len(examples), self.dev_file, "dev", what="questions")
-            features = squad.convert_examples_to_features(
-                examples, self.tokenizer, self.cfg.max_seq_length, self.cfg.doc_stride,
-                self.cfg.max_query_length, is_training=False)
+            features = self._features(examples, is_training=False)
             self._cache["dev"] = (examples, features, squad.load_squad_json(self.dev_file))
         return self._cache["dev"]
 
     def evaluate(self, model, split):
         examples, features, dataset = self._dev()
         out = _predict(model, features.x, self.cfg.batch_size)
-        decode = dict(n_best_size=self.cfg.n_best_size,
-                      max_answer_length=self.cfg.max_answer_length,
-                      do_lower_case=self.cfg.do_lower_case, version_2_with_negative=self.version_2)
-        predictions, nbest, null_odds = squad.decode_predictions(
-            examples, features, out["start_logits"], out["end_logits"], **decode)
+        predictions, nbest, null_odds = self._decode(examples, features, out)
         if not self.version_2:
             return squad_metrics.evaluate_v1(dataset, predictions), (predictions, nbest, null_odds)
         threshold = squad_metrics.search_null_threshold(dataset, nbest, null_odds)
-        predictions, nbest, null_odds = squad.decode_predictions(
-            examples, features, out["start_logits"], out["end_logits"],
-            null_score_diff_threshold=threshold, **decode)
+        predictions, nbest, null_odds = self._decode(examples, features, out,
+                                                     null_score_diff_threshold=threshold)
         metrics = squad_metrics.evaluate_v2(dataset, predictions, na_probs=null_odds)
         metrics["null_score_diff_threshold"] = threshold
         return metrics, (predictions, nbest, null_odds)
@@ -334,8 +324,6 @@ class SquadTask:
 
 
 def _json_version(path):
-    import json
-
     with open(path, encoding="utf-8") as f:
         try:
             return json.load(f).get("version", "")

@@ -31,6 +31,7 @@ import json
 import os
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import _say
@@ -195,15 +196,12 @@ class TextClassificationTask(GlueTask):
 
 
 def plot_confusion_matrix(matrix, labels, path, title=""):
-    """The confusion matrix as a PNG: rows gold, columns predicted, counts in the cells."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless
-    import matplotlib.pyplot as plt
-
+    """The confusion matrix as a PNG: rows gold, columns predicted, counts in
+    the cells (drawn headless: a `Figure` needs no pyplot backend)."""
     matrix = np.asarray(matrix)
     size = max(4.0, 0.6 * len(labels) + 2.5)
-    figure, ax = plt.subplots(figsize=(size + 1, size))
+    figure = Figure(figsize=(size + 1, size))
+    ax = figure.subplots()
     image = ax.imshow(matrix, cmap="Blues")
     figure.colorbar(image, ax=ax, fraction=0.046)
     ax.set_xticks(range(len(labels)))
@@ -219,5 +217,4 @@ def plot_confusion_matrix(matrix, labels, path, title=""):
                 color="white" if count > middle else "black")  # readable on dark cells
     figure.tight_layout()
     figure.savefig(path + ".tmp.png", dpi=100)
-    plt.close(figure)
     os.replace(path + ".tmp.png", path)

@@ -4,6 +4,8 @@ they read any data."""
 
 import os
 
+from tf_records.manifest import file_sha256
+
 
 def check_vocab_of_checkpoint(checkpoint, given, name, flag="vocab_file", unused_ok=False):
     """A vocabulary `given` for `checkpoint` must be the one beside it (its
@@ -11,8 +13,6 @@ def check_vocab_of_checkpoint(checkpoint, given, name, flag="vocab_file", unused
     their sha256 (the ids would mean other tokens). `unused_ok`: BERT's
     vocab.txt may differ in lines the checkpoint's holds as `[unusedN]` (the
     original README's way to add domain words), said in a line."""
-    from tf_records.manifest import file_sha256
-
     if not checkpoint or not given:
         return
     folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)

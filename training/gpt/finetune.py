@@ -9,27 +9,36 @@ only). The tasks are BERT's (`training.finetuning.tasks`) with GPT's input
 transformations (`keras_bert_impl.gpt.gpt_inputs`) and task models: the files
 are read, scored and written the same way.
 
-`training.finetune` and `training.finetuning.tasks` dispatch here for
-`--model=gpt` and import this module lazily, inside the dispatching
-functions: it imports their base classes at the top.
+`training.finetuning.recipe.finetune_recipe` picks this module's `RECIPE`
+for `--model=gpt`; it imports the base classes it builds on at the top.
 """
 
 import dataclasses
 import os
 
-import keras
 import numpy as np
 
+from keras_bert_impl.gpt import GPT_PRESETS
+from keras_bert_impl.gpt import GptBackbone
+from keras_bert_impl.gpt import gpt_preset
+from keras_bert_impl.gpt import grow_vocabulary
+from keras_bert_impl.gpt import load_gpt_checkpoint
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_inputs import entailment_inputs
 from keras_bert_impl.gpt.gpt_inputs import multiple_choice_inputs
 from keras_bert_impl.gpt.gpt_inputs import similarity_inputs
 from keras_bert_impl.gpt.gpt_inputs import text_inputs
+from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
+from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
+from tf_records.manifest import file_sha256
+from training.finetuning.backbones import backbone_in_keras_file
+from training.finetuning.backbones import run_dtype
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import check_start
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SwagTask
@@ -54,23 +63,17 @@ GPT_SIMILARITY_TASKS = ("MRPC", "QQP", "STS-B")
 
 def resolve_gpt(cfg):
     """`--model=gpt`: its defaults filled in; checkpoint, vocab.json and merges.txt located."""
-    from keras_bert_impl.gpt import GPT_PRESETS
-
     if cfg.task == "squad":
         raise SystemExit("--task=squad is BERT's only: the GPT paper fine-tunes no span "
                          "question answering. Use --model=bert.")
-    if cfg.preset and cfg.preset not in GPT_PRESETS:
-        raise SystemExit(f"--preset={cfg.preset!r} is not a GPT preset: use one of "
-                         f"{sorted(GPT_PRESETS)}.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        raise SystemExit("--model=gpt needs --init_checkpoint (a Hugging Face openai-gpt folder "
-                         "or one of our .keras files) or --preset=gpt_tiny|gpt_mini|gpt (random "
-                         "initialization): no GPT checkpoint is installed offline.")
+    check_start("gpt", cfg.init_checkpoint, cfg.preset, GPT_PRESETS, "a GPT",
+                "--init_checkpoint (a Hugging Face openai-gpt folder or one of our .keras "
+                "files) or --preset=gpt_tiny|gpt_mini|gpt (random initialization): no GPT "
+                "checkpoint is installed offline.")
     changes = {"lm_coef": GPT_LM_COEF} if cfg.lm_coef < 0 else {}
     beside = [os.path.dirname(cfg.vocab_file)] if cfg.vocab_file else []
     if cfg.init_checkpoint:
-        checkpoint = cfg.init_checkpoint
-        beside.append(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint))
+        beside.append(_checkpoint_folder(cfg.init_checkpoint))
     for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
         if not getattr(cfg, field):
             found = [os.path.join(d, name) for d in beside if os.path.exists(os.path.join(d, name))]
@@ -79,49 +82,42 @@ def resolve_gpt(cfg):
                                  f"--{field} (GPT reads vocab.json and merges.txt).")
             changes[field] = found[0]
     cfg = dataclasses.replace(cfg, **changes)
-    if cfg.init_checkpoint:  # the checkpoint's own files, when it has them, must be these
-        from tf_records.manifest import file_sha256
-
-        folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-        for field, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
-            own, given = os.path.join(folder, name), getattr(cfg, field)
-            if os.path.exists(own) and os.path.exists(given) and (
-                    file_sha256(own) != file_sha256(given)):
-                raise SystemExit(
-                    f"--{field}={given} (sha256 {file_sha256(given)[:12]}) is not the {name} "
-                    f"of --init_checkpoint={checkpoint} ({own}, sha256 "
-                    f"{file_sha256(own)[:12]}): its token ids would mean other tokens. Leave "
-                    f"--{field} empty to use the checkpoint's.")
+    if cfg.init_checkpoint:
+        _check_files_of_checkpoint(cfg.init_checkpoint, cfg.vocab_file, cfg.merges_file)
     return cfg
+
+
+def _checkpoint_folder(path):
+    return path if os.path.isdir(path) else os.path.dirname(path)
+
+
+def _check_files_of_checkpoint(checkpoint, vocab_file, merges_file):
+    """`SystemExit` unless the vocab.json and merges.txt given are the checkpoint's own (when
+    it has them)."""
+    folder = _checkpoint_folder(checkpoint)
+    for field, name, given in (("vocab_file", "vocab.json", vocab_file),
+                               ("merges_file", "merges.txt", merges_file)):
+        own = os.path.join(folder, name)
+        if os.path.exists(own) and os.path.exists(given) and (
+                file_sha256(own) != file_sha256(given)):
+            raise SystemExit(
+                f"--{field}={given} (sha256 {file_sha256(given)[:12]}) is not the {name} "
+                f"of --init_checkpoint={checkpoint} ({own}, sha256 "
+                f"{file_sha256(own)[:12]}): its token ids would mean other tokens. Leave "
+                f"--{field} empty to use the checkpoint's.")
 
 
 def build_gpt_backbone(cfg, vocab_size):
     """The GPT backbone with `_start_`, `_delimiter_`, `_classify_` at rows
     `vocab_size` .. `vocab_size + 2` (`vocab_size`: the tokenizer's)."""
-    from keras_bert_impl.gpt import GptBackbone
-    from keras_bert_impl.gpt import gpt_preset
-    from keras_bert_impl.gpt import grow_vocabulary
-
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    dtype = run_dtype(cfg.mixed_precision)
     if not cfg.init_checkpoint:
         config = gpt_preset(cfg.preset).replace(vocab_size=vocab_size)
         return grow_vocabulary(GptBackbone.from_config_object(config, dtype=dtype), 3)
     if os.path.isdir(cfg.init_checkpoint):
-        from keras_bert_impl.gpt import load_gpt_checkpoint
-
         backbone = load_gpt_checkpoint(cfg.init_checkpoint, dtype=dtype)
     else:
-        from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
-        try:
-            check_keras_file(cfg.init_checkpoint)
-        except ValueError as e:
-            raise SystemExit(f"--init_checkpoint: {e}") from None
-        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
-        backbone = model if isinstance(model, GptBackbone) else getattr(model, "backbone", None)
-        if not isinstance(backbone, GptBackbone):
-            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
-                             "no GPT backbone.")
+        backbone = backbone_in_keras_file(cfg.init_checkpoint, GptBackbone, "GPT backbone")
         if dtype and backbone.dtype_policy.name != dtype:
             rebuilt = GptBackbone.from_config_object(backbone.gpt_config, dtype=dtype)
             rebuilt.set_weights(backbone.get_weights())
@@ -268,8 +264,6 @@ class GptFinetune(FinetuneRecipe):
         return resolve_gpt(cfg)
 
     def tokenizer(self, cfg):
-        from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
-
         return GptTokenizer(cfg.vocab_file, cfg.merges_file)
 
     def make_task(self, cfg, tokenizer):
@@ -282,8 +276,6 @@ class GptFinetune(FinetuneRecipe):
         return f", lm_coef {cfg.lm_coef:g}"
 
     def export(self, model, saved_model_dir, cfg, labels):
-        from keras_bert_impl.gpt.gpt_serving import export_gpt_saved_model
-
         export_gpt_saved_model(model, saved_model_dir, cfg.vocab_file, cfg.merges_file,
                                cfg.max_seq_length, labels=labels)
 

@@ -21,15 +21,25 @@ wrap every file; one CRC-checked tf.data pass over the same records takes
 """
 
 import dataclasses
+import glob
 import os
 import time
 
+from tf_records.bert.chinese_words import check_segmenter
 from tf_records.input_files import check_output_folder
+from tf_records.input_files import check_text_files
+from tf_records.input_files import match_files
+from tf_records.manifest import check_shard_framing
+from tf_records.manifest import file_sha256
+from tf_records.manifest import read_manifest
+from tf_records.manifest import verify_shards
+from training.pretraining.common import checkpoint_interval
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.recipe import pretrain_recipe
 from training.run.config_flags import check_at_least
 from training.run.config_flags import check_one_of
+from training.run.distribution import STRATEGIES
 
 OPTIMIZERS = ("adamw", "lamb", "adagrad")
 # Which flag each schema value fixes, per kind of records.
@@ -70,8 +80,6 @@ def check_flags(cfg):
             raise SystemExit(f"--chinese_word_segmenter={cfg.chinese_word_segmenter} groups the "
                              "characters BERT's --do_whole_word_mask masks together: give "
                              "--model=bert --do_whole_word_mask.")
-        from tf_records.bert.chinese_words import check_segmenter
-
         try:
             check_segmenter(cfg.chinese_word_segmenter)
         except (ImportError, ValueError) as e:
@@ -81,12 +89,8 @@ def check_flags(cfg):
     if cfg.batch_slices > cfg.global_batch_size:
         raise SystemExit(f"--batch_slices={cfg.batch_slices}: at most --global_batch_size="
                          f"{cfg.global_batch_size} (a slice holds at least one row).")
-    from training.run.distribution import STRATEGIES
-
     check_one_of(cfg, "strategy", STRATEGIES)
     check_one_of(cfg, "optimizer", OPTIMIZERS)
-    from training.pretraining.common import checkpoint_interval
-
     total = cfg.num_train_steps * cfg.gradient_accumulation_steps
     interval = checkpoint_interval(
         total, cfg.checkpoint_every_steps * cfg.gradient_accumulation_steps)
@@ -116,10 +120,6 @@ def _check_source(spec, flag):
     have a readable manifest."""
     if not spec:
         return
-    from tf_records.input_files import check_text_files
-    from tf_records.input_files import match_files
-    from tf_records.manifest import read_manifest
-
     if os.path.isdir(spec) or spec.endswith(".json"):
         try:
             read_manifest(spec)
@@ -196,8 +196,6 @@ def agree_with_records(cfg, defaults, explicit=None):
 def _manifest(spec, flag):
     if not spec or not (os.path.isdir(spec) or spec.endswith(".json")):
         return None
-    from tf_records.manifest import read_manifest
-
     try:
         manifest = read_manifest(spec)
     except ValueError as e:
@@ -223,8 +221,6 @@ def _check_vocabulary(cfg, manifest):
     """A `--vocab_file` must be one the records were written with."""
     if not cfg.vocab_file:
         return
-    from tf_records.manifest import file_sha256
-
     mine = file_sha256(cfg.vocab_file)
     theirs = _vocab_hashes(manifest)
     if theirs and mine not in theirs:
@@ -248,10 +244,6 @@ def verify_records(source):
     manifest."""
     if not source or not (os.path.isdir(source) or source.endswith(".json")):
         return
-    from tf_records.manifest import check_shard_framing
-    from tf_records.manifest import read_manifest
-    from tf_records.manifest import verify_shards
-
     start = time.perf_counter()
     manifest = read_manifest(source)
     try:
@@ -274,9 +266,7 @@ def check_bare_records(cfg, source):
         return
     if not pretrain_recipe(cfg.model).reads_bare_records:
         return
-    import glob
-
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: the flag checks of this module run before TensorFlow loads
 
     files = sorted(f for pattern in source.split(",") for f in glob.glob(pattern))
     for path in files:

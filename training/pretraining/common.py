@@ -6,6 +6,8 @@ import json
 import os
 import time
 
+from training.pretraining.default_corpus import write_default_corpus
+
 
 def checkpoint_interval(total_steps, requested):
     """The largest interval <= `requested` that divides `total_steps`
@@ -54,8 +56,6 @@ def text_sources(cfg):
     if cfg.input:
         heldout = text_files(cfg.heldout_input) if cfg.heldout_input else None
         return data_dir, text_files(cfg.input), heldout
-    from training.pretraining.default_corpus import write_default_corpus
-
     corpus_dir = os.path.join(data_dir, "corpus")
     paths = {"train": os.path.join(corpus_dir, "train.txt"),
              "heldout": os.path.join(corpus_dir, "heldout.txt")}

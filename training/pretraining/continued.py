@@ -33,7 +33,29 @@ import json
 import os
 import re
 
+import keras
+
+from keras_bert_impl import preset
+from keras_bert_impl.base.sequence_checks import check_fits_positions
+from keras_bert_impl.bert.bert_config import BertConfig
+from keras_bert_impl.bert.bert_pretrainer import BertCausalLMPretrainer
+from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
+from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
+from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
+from keras_bert_impl.bert.hf_checkpoint import read_hf_config
+from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
+from keras_bert_impl.bert.keras_hub_preset import keras_hub_preset_vocab
+from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
+from keras_bert_impl.bert.keras_hub_preset import save_keras_hub_preset
+from keras_bert_impl.bert.load_backbone import checkpoint_format
+from keras_bert_impl.bert.load_backbone import find_vocab_file
+from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+from keras_bert_impl.checkpoints.keras_files import check_keras_file
+from tf_records.manifest import file_sha256
+from tf_records.manifest import read_manifest
+from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
+from training.pretraining.common import write_json
 from training.pretraining.recipe import FAMILIES
 from training.pretraining.recipe import pretrain_recipe
 
@@ -63,12 +85,6 @@ def read_init_checkpoint(typed, model="bert"):
     family = pretrain_recipe(model)
     if family.checkpoint_formats == ("hf",):
         return _read_hf_family(typed, model, family)
-    from keras_bert_impl.bert.bert_config import BertConfig
-    from keras_bert_impl.bert.hf_checkpoint import read_hf_config
-    from keras_bert_impl.bert.load_backbone import checkpoint_format
-    from keras_bert_impl.bert.load_backbone import find_vocab_file
-    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-
     try:
         path = resolve_checkpoint(typed)
         kind = checkpoint_format(path)
@@ -78,8 +94,6 @@ def read_init_checkpoint(typed, model="bert"):
             folder = path if os.path.isdir(path) else os.path.dirname(path)
             config = BertConfig.from_json_file(os.path.join(folder, "bert_config.json"))
         elif kind == "keras_hub":
-            from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
-
             model = load_keras_hub_preset(path)
             config = getattr(model, "backbone", model).bert_config
         else:
@@ -93,16 +107,12 @@ def read_init_checkpoint(typed, model="bert"):
 
 
 def _keras_hub_casing(path):
-    from keras_bert_impl.bert.keras_hub_preset import keras_hub_preset_vocab
-
     return keras_hub_preset_vocab(path).lowercase
 
 
 def _read_hf_family(typed, model, family):
     """The `InitCheckpoint` of a family that continues from Hugging Face
     folders only (GPT, XLNet): a folder or a Hub name."""
-    from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-
     try:
         path = resolve_checkpoint(typed)
         if not os.path.isdir(path):
@@ -123,10 +133,6 @@ def _read_hf_family(typed, model, family):
 
 
 def _keras_model(path):
-    import keras
-
-    from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
     check_keras_file(path)
     model = keras.saving.load_model(path, compile=False)
     if not hasattr(model, "backbone") or not hasattr(model.backbone, "bert_config"):
@@ -161,9 +167,6 @@ def with_init_checkpoint(cfg, explicit):
     """`(cfg, InitCheckpoint)`: `cfg` with the checkpoint's vocabulary,
     casing and (unless typed) learning rate, each change said in a line;
     typed flags the checkpoint contradicts are refused, naming both."""
-    from keras_bert_impl.base.sequence_checks import check_fits_positions
-    from tf_records.manifest import file_sha256
-
     family = pretrain_recipe(cfg.model)
     if not family.checkpoint_formats:
         continued = [pretrain_recipe(name).name for name in FAMILIES
@@ -220,8 +223,6 @@ def with_init_checkpoint(cfg, explicit):
 
 def _check_merges(typed_vocab, vocab, where):
     """GPT: the merges.txt beside a typed vocab.json must be the checkpoint's."""
-    from tf_records.manifest import file_sha256
-
     mine = os.path.join(os.path.dirname(typed_vocab), "merges.txt")
     theirs = os.path.join(os.path.dirname(vocab), "merges.txt")
     if os.path.exists(mine) and os.path.exists(theirs) and (
@@ -234,13 +235,9 @@ def _check_merges(typed_vocab, vocab, where):
 def _check_size(cfg, explicit, config, where):
     """A typed size that differs from the checkpoint's is refused."""
     if "config_file" in explicit and cfg.config_file:
-        from keras_bert_impl.bert.bert_config import BertConfig
-
         typed = BertConfig.from_json_file(cfg.config_file)
         source = f"--config_file={cfg.config_file}"
     elif "preset" in explicit:
-        from keras_bert_impl import preset
-
         try:
             typed = preset(cfg.preset)
         except ValueError as e:
@@ -263,14 +260,9 @@ def _check_size(cfg, explicit, config, where):
 def _check_records(cfg, init, where):
     """Records given as `--input` must be written with the checkpoint's
     vocabulary and casing."""
-    from tf_records.manifest import file_sha256
-    from training.pretraining.common import is_tfrecords
-
     if not is_tfrecords(cfg.input) or not (os.path.isdir(cfg.input)
                                            or cfg.input.endswith(".json")):
         return
-    from tf_records.manifest import read_manifest
-
     manifest = read_manifest(cfg.input)
     theirs = manifest.get("vocab_sha256")
     mine = file_sha256(cfg.vocab_file)
@@ -290,11 +282,6 @@ def load_init_weights(init, target):
     from `init.config`): the encoder always, each head the checkpoint has
     (a line says which heads start fresh). Loads outside `target`'s dtype:
     the checkpoint is read in float32 and assigned."""
-    import keras
-
-    from keras_bert_impl.bert.google_checkpoint import load_google_checkpoint
-    from keras_bert_impl.bert.hf_checkpoint import load_hf_checkpoint
-
     policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")
     try:
@@ -303,8 +290,6 @@ def load_init_weights(init, target):
         elif init.kind == "google":
             source = load_google_checkpoint(init.path)
         elif init.kind == "keras_hub":
-            from keras_bert_impl.bert.keras_hub_preset import load_keras_hub_preset
-
             source = load_keras_hub_preset(init.path)
         else:
             source = _keras_model(init.path)
@@ -337,24 +322,16 @@ def save_like_init(init, model, vocab_file, export_dir):
     file: `export/hf/` (a Hugging Face folder), `export/google/` or
     `export/keras_hub/` (a preset of the backbone); "" for
     a `.keras` start or a model those layouts do not hold (LTR's)."""
-    from keras_bert_impl.bert.bert_pretrainer import BertCausalLMPretrainer
-
     if init.kind == "keras" or isinstance(model, BertCausalLMPretrainer):
         return ""
     if init.kind == "keras_hub":  # keras-hub's presets hold the backbone (and tokenizer)
-        from keras_bert_impl.bert.keras_hub_preset import save_keras_hub_preset
-
         folder = os.path.join(export_dir, "keras_hub")
         save_keras_hub_preset(model.backbone, folder, vocab_file, init.do_lower_case is not False)
         return f"keras-hub preset (backbone) -> {folder}; "
     if init.kind == "hf":
-        from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
-
         folder = os.path.join(export_dir, "hf")
         save_hf_checkpoint(model, folder, vocab_file)
         return f"Hugging Face folder -> {folder}; "
-    from keras_bert_impl.bert.google_checkpoint import save_google_checkpoint
-
     folder = os.path.join(export_dir, "google")
     save_google_checkpoint(model, folder, vocab_file)
     return f"Google checkpoint -> {folder}; "
@@ -363,8 +340,6 @@ def save_like_init(init, model, vocab_file, export_dir):
 def start_evaluation(model, heldout, output_dir):
     """The checkpoint's held-out scores before any step, written once to
     `START_EVALUATION` (a resume reads them back)."""
-    from training.pretraining.common import write_json
-
     path = os.path.join(output_dir, START_EVALUATION)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:

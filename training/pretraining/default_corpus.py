@@ -161,7 +161,7 @@ def _parse(paths, min_words):
             if sum(len(s.split()) for s in sentences) >= min_words and doc not in seen:
                 seen.add(doc)
                 documents.append(sentences)
-    from pydoc_data import topics
+    from pydoc_data import topics  # lazy: 0.7 MB of help text, read only to write the corpus
 
     for key in sorted(topics.topics):
         sentences = _sentences(topics.topics[key])

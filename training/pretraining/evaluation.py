@@ -1,3 +1,11 @@
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
+from tf_records.command_line.progress import Progress
+from tf_records.command_line.progress import batch_progress
+from tf_records.documents import read_documents
+
 """After pretraining: held-out masked-LM / NSP accuracy against the
 most-frequent-token baseline and fill-in-the-[MASK] examples (BERT);
 next-token accuracy and perplexity against the unigram model and greedy
@@ -13,8 +21,6 @@ def say(message):
 
 def _batches(dataset):
     """Batches in one pass of `dataset`, or None if unknown."""
-    import tensorflow as tf
-
     count = int(tf.data.experimental.cardinality(dataset))
     return count if count >= 0 else None
 
@@ -29,10 +35,6 @@ def evaluate(model, heldout, train, vocab_size):
         train: one pass of training batches (the baseline's counts).
         vocab_size: int.
     """
-    import numpy as np
-
-    from tf_records.command_line.progress import batch_progress
-
     results = model.evaluate(heldout, verbose=0, return_dict=True, callbacks=[
         batch_progress("Held-out evaluation", total=_batches(heldout))])
     # The baseline: always predict the masked token most frequent in training.
@@ -62,8 +64,6 @@ def _batch_sums(logits, targets, real, unigram_log_prob, top):
     log-likelihood, the unigram model's, the model's hits, the most frequent
     token's hits and the real targets, over the `real` positions of `logits`
     `(..., V)` and `targets` `(...)`."""
-    import numpy as np
-
     peak = logits.max(-1, keepdims=True)
     log_z = np.log(np.exp(logits - peak).sum(-1)) + peak[..., 0]
     target_logit = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
@@ -89,10 +89,6 @@ def next_token_report(model, heldout, train, vocab_size, output="lm"):
         train: one pass of training batches (the unigram counts).
         vocab_size: int.
     """
-    import numpy as np
-
-    from tf_records.command_line.progress import Progress
-
     counts = np.ones(vocab_size, np.float64)  # add-one
     for _, y, w in train.take(200):
         np.add.at(counts, y[output].numpy()[w[output].numpy() > 0], 1)
@@ -137,10 +133,6 @@ def bilm_report(model, heldout, train_counts):
             (`tf_records.elmo.reader.elmo_dataset(..., repeat=False)`).
         train_counts: int `(V,)`, how often each id is a training target.
     """
-    import numpy as np
-
-    from tf_records.command_line.progress import Progress
-
     counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
     unigram_log_prob = np.log(counts / counts.sum())
     model.reset_states()
@@ -177,8 +169,6 @@ def greedy_continuations(model, prompts, max_new_tokens, max_length, extra_input
     Runs the model on the growing sequence each step (no key/value cache:
     these are a few short examples after training).
     """
-    import numpy as np
-
     out = []
     for prompt in prompts:
         ids = list(prompt)
@@ -198,11 +188,6 @@ def greedy_continuations(model, prompts, max_new_tokens, max_length, extra_input
 
 def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
     """A few held-out sentences with one word masked, and the top 3 guesses."""
-    import numpy as np
-
-    from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
-    from tf_records.documents import read_documents
-
     tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
     rng = np.random.default_rng(cfg.seed)
     lines = [line for doc in read_documents(heldout_text_files) for line in doc
@@ -249,8 +234,6 @@ def plm_report(model, heldout, train_counts):
         heldout: one pass of held-out `(x, target, target_mask)` batches.
         train_counts: int `(V,)`, how often each id is a training target.
     """
-    import numpy as np
-
     counts = np.asarray(train_counts, np.float64) + 1.0  # add-one
     unigram_log_prob = np.log(counts / counts.sum())
     top = int(counts.argmax())
@@ -288,10 +271,6 @@ def fill_in_examples(model, tokenizer, text_files, count, seq_len, seed):
     position (`perm_mask`) and predicted by the query stream: `(text with
     <mask>, the word, the top guess)`. Inputs as the records: `A <sep>
     <cls>`, here left-padded to `seq_len` (`input_mask` 1 on padding)."""
-    import numpy as np
-
-    from tf_records.documents import read_documents
-
     rng = np.random.default_rng(seed)
     lines = [line for doc in read_documents(text_files) for line in doc
              if 8 <= len(line.split()) <= 25]

@@ -9,12 +9,20 @@ continues from). Its methods are the run's steps: `prepare_data`,
 `vocab_size`, `build_model`, `dataset`, `evaluate` and `export`. Its class
 attributes say what the family takes and does, so that the command, the
 checks and the Table 5 driver ask the recipe instead of naming the model.
+The steps that run TensorFlow are the family's
+`training/<family>/pretraining_steps.py`, which the recipe imports when a
+step first needs them: the recipes import no TensorFlow (the console starts
+first, and a bad flag stops in a moment).
 """
 
+import os
+
+from tf_records.manifest import MANIFEST_FILE
+from training.pretraining.common import records_input
+from training.pretraining.common import text_sources
 from training.run.config_flags import family_recipe
 
-# --model -> the module whose RECIPE pretrains it (the modules import
-# TensorFlow only inside their steps: the console starts first).
+# --model -> the module whose RECIPE pretrains it.
 FAMILIES = {"bert": "training.bert.recipe", "gpt": "training.gpt.recipe",
             "elmo": "training.elmo.recipe", "xlnet": "training.xlnet.recipe"}
 
@@ -32,6 +40,22 @@ def make_recipe(cfg, init=None):
         raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
                          f"(--model=bert); --model={cfg.model} writes its own.")
     return family(cfg, init)
+
+
+def has_manifest(source):
+    """Whether `source` names a records folder or its `manifest.json` (not
+    bare TFRecord shards, e.g. the original scripts')."""
+    return os.path.isdir(source) or source.endswith(".json")
+
+
+def config_from_flags(config_file, from_file, preset_name, from_preset):
+    """The model config of `--config_file` (`from_file`), else of the preset
+    (`from_preset`); `SystemExit` naming the file it cannot read."""
+    try:
+        return from_file(config_file) if config_file else from_preset(preset_name)
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"--config_file={config_file}: {e}" if config_file
+                         else str(e)) from None
 
 
 class PretrainRecipe:
@@ -65,10 +89,69 @@ class PretrainRecipe:
     # The held-out loss of the checkpoint before step 1, to beat (not
     # XLNet's: its carried memory would run through the held-out streams first).
     evaluates_at_start = True
+    # The records folders in the run's data folder: "<side>_<records_name>".
+    records_name = "records"
 
     def __init__(self, cfg, init=None):
         self.cfg = cfg
         self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None
+        self.check_ablation()
+
+    def check_ablation(self):
+        """`SystemExit` for an --ablation, which only BERT has."""
+        if self.cfg.ablation:
+            raise SystemExit(f"--ablation={self.cfg.ablation!r} is an option of BERT "
+                             f"(--model=bert); {self.name} has none.")
+
+    def prepare_data(self):
+        """-> (train records, held-out records or None, vocabulary file or None).
+
+        `--input`'s TFRecords as they are (`given_records`); text (the
+        default corpus without `--input`) is written once into the run's data
+        folder, with the vocabulary learned from it unless `--vocab_file`
+        names one (`learned_vocab`): each side by the family's
+        `side_writer`, unless an earlier start of this run wrote it.
+        """
+        cfg = self.cfg
+        given = records_input(cfg)
+        if given:
+            return self.given_records(given)
+        data_dir, train_files, heldout_files = text_sources(cfg)
+        vocab_file = cfg.vocab_file or self.learned_vocab(data_dir, train_files)
+        sides = {"train": train_files, "heldout": heldout_files}
+        write = self.side_writer(data_dir, vocab_file, sides)
+        sources = {}
+        for side, files in sides.items():
+            if not files:
+                continue
+            folder = self.records_folder(data_dir, side)
+            if os.path.exists(os.path.join(folder, MANIFEST_FILE)) or write(side, files, folder):
+                sources[side] = folder
+        return sources["train"], sources.get("heldout"), vocab_file
+
+    def given_records(self, given):
+        """`prepare_data`'s answer for `--input`'s TFRecords: `given`,
+        `(train, held-out or None, vocabulary file or None)`."""
+        return given
+
+    def learned_vocab(self, data_dir, train_files):
+        """The vocabulary file in `data_dir`, learned from `train_files` unless
+        an earlier start of this run learned it."""
+        raise NotImplementedError
+
+    def side_writer(self, data_dir, vocab_file, sides):
+        """`write(side, files, folder)`: writes a side's records from its text
+        files; returns their manifest, or None when the text makes none
+        (that side then has no records). `sides`: {side: files or None}."""
+        raise NotImplementedError
+
+    def records_folder(self, data_dir, side):
+        """Where `side`'s ("train", "heldout") records are written."""
+        return os.path.join(data_dir, f"{side}_{self.records_name}")
+
+    def read_once(self, source, batch_size, model_config):
+        """`source`'s batches in order, read once (for evaluation)."""
+        return self.dataset(source, batch_size, model_config, repeat=False, shuffle=False)
 
     @staticmethod
     def check_vocab_file(path):
@@ -83,6 +166,7 @@ class PretrainRecipe:
     def check_positions(self, config):
         """`SystemExit` when --max_seq_length is more than the model's
         positions (`check_fits_positions`), naming where the size came from."""
+        # lazy: keras_bert_impl loads Keras, after the checks that need none
         from keras_bert_impl.base.sequence_checks import check_fits_positions
 
         cfg = self.cfg

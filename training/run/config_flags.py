@@ -6,6 +6,7 @@ line only overrides it.
 """
 
 import dataclasses
+import importlib
 import typing
 
 from absl import flags
@@ -59,8 +60,6 @@ def family_recipe(families, model):
     chosen: a family's module imports Keras and its own models); `SystemExit`
     naming `--model` for a name not in `families`. Pretraining's and
     fine-tuning's registries both pick their recipe with it."""
-    import importlib
-
     if model not in families:
         raise SystemExit(f"--model={model!r} is not one of: {', '.join(families)}.")
     return importlib.import_module(families[model]).RECIPE

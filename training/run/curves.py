@@ -15,6 +15,9 @@ import glob
 import math
 import os
 
+import tensorflow as tf
+from tensorflow.core.util import event_pb2
+
 # Scalars about speed and schedule, not about how well the model does.
 _NOT_SCORES = ("learning_rate", "sequences_per_second", "tokens_per_second")
 
@@ -22,9 +25,6 @@ _NOT_SCORES = ("learning_rate", "sequences_per_second", "tokens_per_second")
 def read_scalars(log_dir):
     """`{tag: (steps, values)}` of the event files directly in `log_dir`,
     sorted by step; for a step logged more than once, the last write."""
-    import tensorflow as tf
-    from tensorflow.core.util import event_pb2
-
     points = {}  # tag -> {step: (wall_time, value)}
     for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
         for record in tf.data.TFRecordDataset(path):
@@ -68,10 +68,10 @@ def curve_series(log_dir):
 def write_training_curves(log_dir, path=None):
     """Draws `curve_series(log_dir)` into `path` (default
     `<log_dir>/training_curves.png`) atomically; returns `(path, series)`."""
-    import matplotlib
+    import matplotlib  # lazy: loads only when a plot is drawn, its backend chosen first
 
     matplotlib.use("Agg")  # headless
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after the backend (above)
 
     path = path or os.path.join(log_dir, "training_curves.png")
     series = curve_series(log_dir)
@@ -104,8 +104,6 @@ def write_heldout_scalars(log_dir, step, results, run="heldout"):
     `curve_series` finds them: its loss and every accuracy; a language
     model's perplexity also as `loss` = ln(perplexity) (its mean negative
     log-likelihood per token, what it trains on), when it has no loss."""
-    import tensorflow as tf
-
     scores = {name: float(value) for name, value in results.items()
               if isinstance(value, (int, float)) and not isinstance(value, bool)
               and not name.startswith("baseline") and (

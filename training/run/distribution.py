@@ -3,8 +3,9 @@
 import json
 import os
 
-# TensorFlow is imported where a strategy is made: the flag checks read
-# `STRATEGIES` before anything heavy, so a bad flag stops in a moment.
+# TensorFlow is imported where a strategy is made (each `lazy:` below): the
+# flag checks read `STRATEGIES` before anything heavy, so a bad flag stops
+# in a moment.
 STRATEGIES = ("auto", "cpu", "mirrored", "multi_worker", "tpu")
 
 
@@ -16,7 +17,7 @@ def make_strategy(name="auto", tpu=""):
     logical CPU devices on a host without GPUs. tpu: `TPUClusterResolver(tpu=...)`
     ("local" on Colab / Cloud TPU VMs). multi_worker: reads `TF_CONFIG`.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: see STRATEGIES
 
     if name not in STRATEGIES:
         raise ValueError(f"Unknown strategy {name!r}. Use one of {', '.join(STRATEGIES)}.")
@@ -51,7 +52,7 @@ def make_strategy(name="auto", tpu=""):
 
 
 def _tpu_strategy(tpu):
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: see STRATEGIES
 
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
@@ -78,7 +79,7 @@ def replicas_batch(strategy, global_batch_size):
 def cpu_only(name, tpu=""):
     """Whether `make_strategy(name, tpu)` is the default strategy on a host
     without GPUs: one CPU device. Starts no TensorFlow runtime."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: see STRATEGIES
 
     return name in ("auto", "cpu") and not tpu and not tf.config.list_physical_devices("GPU")
 
@@ -132,7 +133,7 @@ def cpu_op_threads(slices):
     (left as they are), or None where TensorFlow is already running in
     this process with other op threads (its thread pools are then fixed).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: see STRATEGIES
 
     if os.environ.get("TF_NUM_INTRAOP_THREADS"):
         return int(os.environ["TF_NUM_INTRAOP_THREADS"])

@@ -8,6 +8,7 @@ learning rate with an initial accumulator of 1.0.
 import dataclasses
 
 import keras
+import tensorflow as tf
 
 # Variable names (Keras' short names) that take no weight decay: LayerNorm's
 # gamma/beta and every bias (incl. the masked-LM `output_bias`), as the
@@ -85,8 +86,6 @@ class FusedAdamW(keras.optimizers.AdamW):
 
     def _step_scalars(self, learning_rate, dtype):
         """`ResourceApplyAdam`'s scalar inputs for this step, in `dtype`."""
-        import tensorflow as tf
-
         local_step = tf.cast(self.iterations + 1, dtype)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         return dict(beta1_power=tf.pow(beta_1, local_step), beta2_power=tf.pow(beta_2, local_step),
@@ -94,8 +93,6 @@ class FusedAdamW(keras.optimizers.AdamW):
                     epsilon=tf.cast(self.epsilon, dtype))
 
     def _apply_adam(self, gradient, variable, scalars):
-        import tensorflow as tf
-
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         return tf.raw_ops.ResourceApplyAdam(
@@ -109,8 +106,6 @@ class FusedAdamW(keras.optimizers.AdamW):
         step, which is traced and optimized faster for it. Under a strategy
         each replica's copy gets its own (`extended.update` hands it that
         replica's learning rate)."""
-        import tensorflow as tf
-
         if self.amsgrad:
             return super()._distributed_tf_update_step(distribution, grads_and_vars,
                                                        learning_rate)
@@ -132,8 +127,6 @@ class FusedAdamW(keras.optimizers.AdamW):
         `_use_weight_decay` keeps, with `wd` and `lr` made once per dtype and
         device: Keras evaluates the learning-rate schedule again for every
         variable."""
-        import tensorflow as tf
-
         if self.weight_decay is None:
             return
 
@@ -158,8 +151,6 @@ class FusedAdamW(keras.optimizers.AdamW):
             decay_all, self._distribution_strategy, variables)
 
     def _clip_gradients(self, grads):
-        import tensorflow as tf
-
         if not (self.global_clipnorm and self.global_clipnorm > 0) or self.clipnorm:
             return super()._clip_gradients(grads)
         # Keras' clip_by_global_norm, with the norm of tf.linalg.global_norm.

@@ -177,24 +177,8 @@ def encode_sentences(sentences, tokenizer, label_list, max_seq_length=128, strid
     columns = {name: [] for name in ("ids", "mask", "y", "word_index", "max_context", "sentence")}
     num_truncated = num_windowed = 0
     for sentence_index, sentence in enumerate(sentences):
-        if len(sentence.words) != len(sentence.labels):
-            raise ValueError(
-                f"Sentence {sentence_index} has {len(sentence.words)} words but "
-                f"{len(sentence.labels)} labels; give one label per word."
-            )
-        unknown = sorted(set(sentence.labels) - set(label_ids))
-        if unknown:
-            raise ValueError(
-                f"Sentence {sentence_index} has labels {unknown} that are not in "
-                f"`label_list` {list(label_list)}. Build the label list from every split."
-            )
-        pieces, first_piece = [], []
-        for word in sentence.words:
-            first_piece.append(len(pieces))
-            word_pieces = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word))
-            # A word that cleans to nothing (a lone control or zero-width
-            # character) still needs a position to carry its label.
-            pieces += word_pieces or [tokenizer.unk_token_id]
+        _check_sentence(sentence_index, sentence, label_ids, label_list)
+        pieces, first_piece = _word_pieces(sentence, tokenizer)
         if stride is None:
             spans = [Window(0, min(len(pieces), max_pieces))]
             num_truncated += sum(position >= max_pieces for position in first_piece)
@@ -202,24 +186,67 @@ def encode_sentences(sentences, tokenizer, label_list, max_seq_length=128, strid
             spans = windows(len(pieces), max_pieces, stride)
             num_windowed += len(spans) > 1
         best = [max_context_window(spans, position) for position in first_piece]
+        word_labels = [label_ids[label] for label in sentence.labels]
         for span_index, span in enumerate(spans):
-            ids = [tokenizer.cls_token_id, *pieces[span.start : span.end], tokenizer.sep_token_id]
-            padding = max_seq_length - len(ids)
-            labels = [0] * max_seq_length
-            words = [-1] * max_seq_length
-            chosen = [False] * max_seq_length
-            for word, position in enumerate(first_piece):
-                if span.start <= position < span.end:
-                    column = position - span.start + 1  # +1 for [CLS]
-                    labels[column] = label_ids[sentence.labels[word]]
-                    words[column] = word
-                    chosen[column] = best[word] == span_index
-            columns["ids"].append(ids + [tokenizer.pad_token_id] * padding)
-            columns["mask"].append([1] * len(ids) + [0] * padding)
-            columns["y"].append(labels)
-            columns["word_index"].append(words)
-            columns["max_context"].append(chosen)
+            _add_window(columns, tokenizer, max_seq_length, pieces, span, first_piece,
+                        word_labels, [window == span_index for window in best])
             columns["sentence"].append(sentence_index)
+    return _encoded(columns, sentences, max_seq_length, num_truncated, num_windowed)
+
+
+def _check_sentence(sentence_index, sentence, label_ids, label_list):
+    """ValueError unless the sentence has one known label per word."""
+    if len(sentence.words) != len(sentence.labels):
+        raise ValueError(
+            f"Sentence {sentence_index} has {len(sentence.words)} words but "
+            f"{len(sentence.labels)} labels; give one label per word."
+        )
+    unknown = sorted(set(sentence.labels) - set(label_ids))
+    if unknown:
+        raise ValueError(
+            f"Sentence {sentence_index} has labels {unknown} that are not in "
+            f"`label_list` {list(label_list)}. Build the label list from every split."
+        )
+
+
+def _word_pieces(sentence, tokenizer):
+    """`(piece ids, first_piece)`: the sentence's wordpiece ids and each
+    word's first piece."""
+    pieces, first_piece = [], []
+    for word in sentence.words:
+        first_piece.append(len(pieces))
+        word_pieces = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word))
+        # A word that cleans to nothing (a lone control or zero-width
+        # character) still needs a position to carry its label.
+        pieces += word_pieces or [tokenizer.unk_token_id]
+    return pieces, first_piece
+
+
+def _add_window(columns, tokenizer, max_seq_length, pieces, span, first_piece, word_labels,
+                is_best):
+    """One row: `[CLS] pieces of span [SEP]`, padded, each word that starts
+    in it labelled at its first piece (`is_best`: per word, whether this is
+    its max-context window)."""
+    ids = [tokenizer.cls_token_id, *pieces[span.start : span.end], tokenizer.sep_token_id]
+    padding = max_seq_length - len(ids)
+    labels = [0] * max_seq_length
+    words = [-1] * max_seq_length
+    chosen = [False] * max_seq_length
+    for word, position in enumerate(first_piece):
+        if span.start <= position < span.end:
+            column = position - span.start + 1  # +1 for [CLS]
+            labels[column] = word_labels[word]
+            words[column] = word
+            chosen[column] = is_best[word]
+    columns["ids"].append(ids + [tokenizer.pad_token_id] * padding)
+    columns["mask"].append([1] * len(ids) + [0] * padding)
+    columns["y"].append(labels)
+    columns["word_index"].append(words)
+    columns["max_context"].append(chosen)
+
+
+def _encoded(columns, sentences, max_seq_length, num_truncated, num_windowed):
+    """`EncodedSentences` of the rows in `columns`."""
 
     def stacked(name, dtype):  # (B, S); reshape keeps the shape when B = 0
         return np.asarray(columns[name], dtype).reshape(-1, max_seq_length)

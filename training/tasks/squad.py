@@ -25,6 +25,7 @@ Example:
 """
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -128,38 +129,53 @@ def read_squad_examples(path, is_training, version_2_with_negative=False, skip_b
                 if not is_training:
                     examples.append(SquadExample(qid, question, doc_tokens))
                     continue
-                is_impossible = False
-                if version_2_with_negative:
-                    is_impossible = bool(_field(qa, "is_impossible", path, where_qa))
-                if is_impossible:
-                    examples.append(SquadExample(qid, question, doc_tokens, "", -1, -1, True))
-                    continue
-                answers = _field(qa, "answers", path, where_qa)
-                if len(answers) != 1:
-                    raise ValueError(
-                        f"{path}: question {qid!r} has {len(answers)} answers; training needs "
-                        "exactly one per answerable question (as the original).")
-                text = _field(answers[0], "text", path, f"{where_qa}.answers[0]")
-                offset = _field(answers[0], "answer_start", path, f"{where_qa}.answers[0]")
-                cleaned = " ".join(text.split())
-                start = end = -1
-                if isinstance(offset, int) and text and 0 <= offset <= len(context) - len(text):
-                    start, end = char_to_word[offset], char_to_word[offset + len(text) - 1]
-                actual = " ".join(doc_tokens[start : end + 1]) if start >= 0 else ""
-                # Only answers whose text is recoverable from the words at
-                # their offsets (usually odd Unicode or a shifted offset).
-                if not cleaned or cleaned not in actual:
-                    if not skip_bad_answers:
-                        raise BadRowError(
-                            f"{path}: question {qid!r}: the answer {cleaned!r} is not in the "
-                            f"context at answer_start={offset} (the words there read {actual!r}). "
-                            "Fix the offset.", "skip_bad_answers", "questions")
+                example = _training_example(path, qa, where_qa, SquadExample(
+                    qid, question, doc_tokens), context, char_to_word, version_2_with_negative,
+                    skip_bad_answers)
+                if example is None:
                     num_skipped += 1
-                    continue
-                examples.append(SquadExample(qid, question, doc_tokens, text, start, end))
+                else:
+                    examples.append(example)
     if num_skipped:
         logger.warning("%s: skipped %d question(s) whose answer is not at its offset.", path, num_skipped)
     return examples, num_skipped
+
+
+def _training_example(path, qa, where_qa, question, context, char_to_word,
+                      version_2_with_negative, skip_bad_answers):
+    """`question` (a `SquadExample` without its answer) with the answer of
+    `qa` located in its words; None when `skip_bad_answers` skips it (the
+    answer is not at its `answer_start`)."""
+    qid, doc_tokens = question.qas_id, question.doc_tokens
+    is_impossible = False
+    if version_2_with_negative:
+        is_impossible = bool(_field(qa, "is_impossible", path, where_qa))
+    if is_impossible:
+        return dataclasses.replace(question, orig_answer_text="", start_position=-1,
+                                   end_position=-1, is_impossible=True)
+    answers = _field(qa, "answers", path, where_qa)
+    if len(answers) != 1:
+        raise ValueError(
+            f"{path}: question {qid!r} has {len(answers)} answers; training needs "
+            "exactly one per answerable question (as the original).")
+    text = _field(answers[0], "text", path, f"{where_qa}.answers[0]")
+    offset = _field(answers[0], "answer_start", path, f"{where_qa}.answers[0]")
+    cleaned = " ".join(text.split())
+    start = end = -1
+    if isinstance(offset, int) and text and 0 <= offset <= len(context) - len(text):
+        start, end = char_to_word[offset], char_to_word[offset + len(text) - 1]
+    actual = " ".join(doc_tokens[start : end + 1]) if start >= 0 else ""
+    # Only answers whose text is recoverable from the words at
+    # their offsets (usually odd Unicode or a shifted offset).
+    if not cleaned or cleaned not in actual:
+        if not skip_bad_answers:
+            raise BadRowError(
+                f"{path}: question {qid!r}: the answer {cleaned!r} is not in the "
+                f"context at answer_start={offset} (the words there read {actual!r}). "
+                "Fix the offset.", "skip_bad_answers", "questions")
+        return None
+    return dataclasses.replace(question, orig_answer_text=text, start_position=start,
+                               end_position=end)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,22 +249,12 @@ def convert_examples_to_features(
     rows = []  # per window: example, window, tokens, segment A length, maps, start, end
     for example_index, example in enumerate(examples):
         query = tokenizer.tokenize(example.question_text)[:max_query_length]
-        tok_to_orig, orig_to_tok, doc_pieces = [], [], []
-        for i, word in enumerate(example.doc_tokens):
-            orig_to_tok.append(len(doc_pieces))
-            for piece in tokenizer.tokenize(word):
-                tok_to_orig.append(i)
-                doc_pieces.append(piece)
-
+        tok_to_orig, orig_to_tok, doc_pieces = _doc_pieces(example, tokenizer)
         tok_start = tok_end = -1
         if is_training and not example.is_impossible:
-            tok_start = orig_to_tok[example.start_position]
-            if example.end_position < len(example.doc_tokens) - 1:
-                tok_end = orig_to_tok[example.end_position + 1] - 1
-            else:
-                tok_end = len(doc_pieces) - 1
             tok_start, tok_end = _improve_answer_span(
-                doc_pieces, tok_start, tok_end, tokenizer, example.orig_answer_text)
+                doc_pieces, *answer_pieces(example, orig_to_tok, len(doc_pieces)), tokenizer,
+                example.orig_answer_text)
 
         max_doc_tokens = max_seq_length - len(query) - 3  # [CLS], [SEP], [SEP]
         if max_doc_tokens < 1:
@@ -267,7 +273,35 @@ def convert_examples_to_features(
             if is_training and not example.is_impossible and span.start <= tok_start and tok_end < span.end:
                 start, end = tok_start - span.start + doc_offset, tok_end - span.start + doc_offset
             rows.append((example_index, span_index, tokens, doc_offset, to_orig, max_context, start, end))
+    return _features(rows, tokenizer, max_seq_length, is_training)
 
+
+def _doc_pieces(example, tokenizer):
+    """`(tok_to_orig, orig_to_tok, pieces)`: the document's wordpieces, each
+    piece's word, and each word's first piece."""
+    tok_to_orig, orig_to_tok, doc_pieces = [], [], []
+    for i, word in enumerate(example.doc_tokens):
+        orig_to_tok.append(len(doc_pieces))
+        for piece in tokenizer.tokenize(word):
+            tok_to_orig.append(i)
+            doc_pieces.append(piece)
+    return tok_to_orig, orig_to_tok, doc_pieces
+
+
+def answer_pieces(example, word_start, num_pieces):
+    """A training answer's pieces `(first, last)`: its first word's first
+    piece to its last word's last one (`word_start`: each word's first
+    piece), before `_improve_answer_span` narrows them."""
+    start = word_start[example.start_position]
+    if example.end_position < len(example.doc_tokens) - 1:
+        end = word_start[example.end_position + 1] - 1
+    else:
+        end = num_pieces - 1
+    return start, end
+
+
+def _features(rows, tokenizer, max_seq_length, is_training):
+    """`SquadFeatures` of the windows' `rows`, padded to `max_seq_length`."""
     x = {name: np.zeros((len(rows), max_seq_length), np.int32)  # (N, S)
          for name in ("input_word_ids", "input_mask", "input_type_ids")}
     x["input_word_ids"][:] = tokenizer.pad_token_id
@@ -357,12 +391,38 @@ def decode_predictions(examples, features, start_logits, end_logits, n_best_size
         best first; question id -> null score minus best span score (v2
         only, else empty).
     """
+
+    def span_text(example, row, i, j):  # the wordpieces' text on the original words
+        tok_text = " ".join(features.tokens[row][i : j + 1])
+        tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").split())
+        to_orig = features.token_to_orig_map[row]
+        orig_text = " ".join(example.doc_tokens[to_orig[i] : to_orig[j] + 1])
+        return get_final_text(tok_text, orig_text, do_lower_case)
+
+    return search_answers(examples, features, start_logits, end_logits, span_text, 0,
+                          n_best_size, max_answer_length, version_2_with_negative,
+                          null_score_diff_threshold)
+
+
+def search_answers(examples, features, start_logits, end_logits, span_text, null_position,
+                   n_best_size, max_answer_length, version_2_with_negative,
+                   null_score_diff_threshold):
+    """The original `write_predictions`' n-best search over any model's
+    windows: `(predictions, nbest, null_odds)`, as `decode_predictions`.
+
+    `features` has `example_index`, `token_to_orig_map` and
+    `token_is_max_context`; `span_text(example, row, i, j)` is the answer
+    text of positions `i..j` of window `row`; `null_position` is where a
+    window scores "no answer" (0: BERT's [CLS]; -1: XLNet's <cls>, the last).
+    """
     start_logits = np.asarray(start_logits, np.float64)  # (N, S); the original sums Python floats
     end_logits = np.asarray(end_logits, np.float64)  # (N, S)
     if start_logits.ndim != 2 or start_logits.shape != end_logits.shape or len(start_logits) != len(features):
         raise ValueError(
             f"Expected start and end logits of shape ({len(features)}, max_seq_length), one row "
             f"per feature. Received: {start_logits.shape} and {end_logits.shape}.")
+    if null_position < 0:
+        null_position += start_logits.shape[1]
     rows_of = {}
     for row, example_index in enumerate(features.example_index.tolist()):
         rows_of.setdefault(example_index, []).append(row)
@@ -371,47 +431,11 @@ def decode_predictions(examples, features, start_logits, end_logits, n_best_size
         if example_index not in rows_of:
             raise ValueError(f"Example {example_index} ({example.qas_id!r}) has no features; pass the "
                              "examples the features were made from.")
-        prelim = []  # (row, start, end, start logit, end logit)
-        null = None  # (score, row, start logit, end logit)
-        for row in rows_of[example_index]:
-            starts, ends = start_logits[row], end_logits[row]
-            if version_2_with_negative and (null is None or starts[0] + ends[0] < null[0]):
-                null = (starts[0] + ends[0], row, starts[0], ends[0])
-            to_orig = features.token_to_orig_map[row]
-            max_context = features.token_is_max_context[row]
-            for i in _best_indexes(starts, n_best_size):
-                for j in _best_indexes(ends, n_best_size):
-                    if i not in to_orig or j not in to_orig or not max_context.get(i, False):
-                        continue  # a question/special/padding token, or seen better elsewhere
-                    if j < i or j - i + 1 > max_answer_length:
-                        continue
-                    prelim.append((row, i, j, starts[i], ends[j]))
-        if version_2_with_negative:
-            prelim.append((null[1], 0, 0, null[2], null[3]))
-        prelim.sort(key=lambda p: p[3] + p[4], reverse=True)
-
-        nbest, seen = [], set()
-        for row, i, j, start_logit, end_logit in prelim:
-            if len(nbest) >= n_best_size:
-                break
-            text = ""
-            if i > 0:  # a span, not the null answer
-                tok_text = " ".join(features.tokens[row][i : j + 1])
-                tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").split())
-                to_orig = features.token_to_orig_map[row]
-                orig_text = " ".join(example.doc_tokens[to_orig[i] : to_orig[j] + 1])
-                text = get_final_text(tok_text, orig_text, do_lower_case)
-                if text in seen:
-                    continue
-            seen.add(text)
-            nbest.append((text, float(start_logit), float(end_logit)))
-        if version_2_with_negative and "" not in seen:
-            nbest.append(("", float(null[2]), float(null[3])))
-        if not any(text for text, _, _ in nbest):
-            # No valid span at all (rare): a placeholder, as the original
-            # (v1) and Hugging Face's port (v2), so every question is answered.
-            nbest.append(("empty", 0.0, 0.0))
-
+        prelim, null = _candidates(rows_of[example_index], features, start_logits, end_logits,
+                                   null_position, n_best_size, max_answer_length,
+                                   version_2_with_negative)
+        nbest = _n_best(prelim, functools.partial(span_text, example), null_position, null,
+                        n_best_size, version_2_with_negative)
         probabilities = _softmax([s + e for _, s, e in nbest])
         nbest_json[example.qas_id] = [
             {"text": text, "probability": p, "start_logit": s, "end_logit": e}
@@ -424,6 +448,58 @@ def decode_predictions(examples, features, start_logits, end_logits, n_best_size
         null_odds[example.qas_id] = score_diff
         predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_text
     return predictions, nbest_json, null_odds
+
+
+def _candidates(rows, features, start_logits, end_logits, null_position, n_best_size,
+                max_answer_length, version_2_with_negative):
+    """A question's candidate answers over its windows `rows`, best first:
+    `[(row, start, end, start logit, end logit)]`; v2 adds the null answer,
+    scored in the window where that score is lowest (the window most sure an
+    answer exists). Also returns that null `(score, row, start logit, end
+    logit)`, None outside v2."""
+    prelim = []
+    null = None
+    for row in rows:
+        starts, ends = start_logits[row], end_logits[row]
+        at = null_position
+        if version_2_with_negative and (null is None or starts[at] + ends[at] < null[0]):
+            null = (starts[at] + ends[at], row, starts[at], ends[at])
+        to_orig = features.token_to_orig_map[row]
+        max_context = features.token_is_max_context[row]
+        for i in _best_indexes(starts, n_best_size):
+            for j in _best_indexes(ends, n_best_size):
+                if i not in to_orig or j not in to_orig or not max_context.get(i, False):
+                    continue  # a question/special/padding token, or seen better elsewhere
+                if j < i or j - i + 1 > max_answer_length:
+                    continue
+                prelim.append((row, i, j, starts[i], ends[j]))
+    if version_2_with_negative:
+        prelim.append((null[1], null_position, null_position, null[2], null[3]))
+    prelim.sort(key=lambda p: p[3] + p[4], reverse=True)
+    return prelim, null
+
+
+def _n_best(prelim, span_text, null_position, null, n_best_size, version_2_with_negative):
+    """The `n_best_size` best distinct answers `(text, start logit, end logit)`
+    of the ranked candidates `prelim`; v2 keeps "" among them."""
+    nbest, seen = [], set()
+    for row, i, j, start_logit, end_logit in prelim:
+        if len(nbest) >= n_best_size:
+            break
+        text = ""
+        if i != null_position:  # a span, not the null answer
+            text = span_text(row, i, j)
+            if text in seen:
+                continue
+        seen.add(text)
+        nbest.append((text, float(start_logit), float(end_logit)))
+    if version_2_with_negative and "" not in seen:
+        nbest.append(("", float(null[2]), float(null[3])))
+    if not any(text for text, _, _ in nbest):
+        # No valid span at all (rare): a placeholder, as the original
+        # (v1) and Hugging Face's port (v2), so every question is answered.
+        nbest.append(("empty", 0.0, 0.0))
+    return nbest
 
 
 def write_predictions_json(path, predictions):

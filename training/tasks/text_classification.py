@@ -113,13 +113,7 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
     ('Markets rally as rates hold', 'business', 2)
     """
     kind = file_format(path)
-    if not os.path.isfile(path):
-        raise BadInputError(f"{path}: no such file.")
-    with open(path, "rb") as f:
-        raw = f.read()
-    # Bytes that are not UTF-8 become lone surrogates, found per row below,
-    # so one bad row names its line (or is skipped) instead of failing the file.
-    text = raw.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    text = _file_text(path)
     columns = [c for c in (text_column, text_b_column, label_column) if c]
     reader = _read_jsonl if kind == "jsonl" else _read_csv
     examples, lines, skipped = [], [], {}
@@ -127,14 +121,7 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
     kinds = {}  # JSON type of the labels -> first line: an integer among strings is named
     for line, values in reader(path, text, columns, kind):
         if label_column and isinstance(values, dict) and values.get(label_column) is not None:
-            raw = values[label_column]
-            kinds.setdefault(_json_kind(raw), line)
-            if len(kinds) > 1:
-                (first, at), (second, now) = list(kinds.items())[:2]
-                raise BadInputError(
-                    f"{path}, line {now}, column {label_column!r}: a {second} label "
-                    f"({json.dumps(raw)[:40]}) among {first} labels (the first on line {at}). "
-                    "Write every label the same way (all strings, or all numbers).")
+            _check_label_kind(path, line, values[label_column], label_column, kinds)
         try:
             texts, label = _check_row(path, line, values, text_column, text_b_column,
                                       label_column, labels)
@@ -148,6 +135,29 @@ def read_text_file(path, text_column, label_column=None, text_b_column=None, lab
     if not examples:
         raise BadInputError(f"{path}: no rows{' left after skipping bad ones' if skipped else ''}.")
     return TextFile(path, examples, lines, skipped)
+
+
+def _file_text(path):
+    """The file's text, BOM removed."""
+    if not os.path.isfile(path):
+        raise BadInputError(f"{path}: no such file.")
+    with open(path, "rb") as f:
+        raw = f.read()
+    # Bytes that are not UTF-8 become lone surrogates, found per row below,
+    # so one bad row names its line (or is skipped) instead of failing the file.
+    return raw.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+
+
+def _check_label_kind(path, line, raw, label_column, kinds):
+    """BadInputError when a JSON label's type (`raw`, on `line`) differs from
+    the first label's; `kinds` records each type's first line."""
+    kinds.setdefault(_json_kind(raw), line)
+    if len(kinds) > 1:
+        (first, at), (second, now) = list(kinds.items())[:2]
+        raise BadInputError(
+            f"{path}, line {now}, column {label_column!r}: a {second} label "
+            f"({json.dumps(raw)[:40]}) among {first} labels (the first on line {at}). "
+            "Write every label the same way (all strings, or all numbers).")
 
 
 def label_list(examples, allow_many_labels=False):

@@ -98,23 +98,13 @@ def xlnet_squad_features(examples, tokenizer, max_seq_length=512, doc_stride=128
         [], [], [], [], [], [], [])
     for example_index, example in enumerate(examples):
         query = tokenizer.encode(example.question_text)[:max_query_length]
-        pieces, piece_word, piece_chars, word_start = [], [], [], []
-        for i, word in enumerate(example.doc_tokens):
-            word_start.append(len(pieces))
-            word_pieces = tokenizer.tokenize(word)
-            pieces += word_pieces
-            piece_word += [i] * len(word_pieces)
-            piece_chars += _piece_chars(word, word_pieces)
+        pieces, piece_word, piece_chars, word_start = _paragraph_pieces(example, tokenizer)
         ids = [tokenizer.piece_to_id(p) for p in pieces]
         answer_start = answer_end = -1
         if is_training and not example.is_impossible:
-            answer_start = word_start[example.start_position]
-            if example.end_position < len(example.doc_tokens) - 1:
-                answer_end = word_start[example.end_position + 1] - 1
-            else:
-                answer_end = len(pieces) - 1
             answer_start, answer_end = _improve_answer_span(
-                pieces, answer_start, answer_end, tokenizer, example.orig_answer_text)
+                pieces, *squad.answer_pieces(example, word_start, len(pieces)), tokenizer,
+                example.orig_answer_text)
         max_doc_pieces = max_seq_length - len(query) - 3  # <sep>, <sep>, <cls>
         if max_doc_pieces < 1:
             raise ValueError(
@@ -146,6 +136,20 @@ def xlnet_squad_features(examples, tokenizer, max_seq_length=512, doc_stride=128
         x=left_pad(rows, max_seq_length, special.pad), y=y,
         example_index=np.array(example_rows, np.int32), token_to_orig_map=to_orig_maps,
         token_is_max_context=max_context_maps, token_chars=char_maps)
+
+
+def _paragraph_pieces(example, tokenizer):
+    """`(pieces, piece_word, piece_chars, word_start)` of the paragraph: its
+    SentencePiece pieces, each piece's word and characters in it
+    (`_piece_chars`), and each word's first piece."""
+    pieces, piece_word, piece_chars, word_start = [], [], [], []
+    for i, word in enumerate(example.doc_tokens):
+        word_start.append(len(pieces))
+        word_pieces = tokenizer.tokenize(word)
+        pieces += word_pieces
+        piece_word += [i] * len(word_pieces)
+        piece_chars += _piece_chars(word, word_pieces)
+    return pieces, piece_word, piece_chars, word_start
 
 
 def _answer_text(doc_tokens, first, last, first_chars, last_chars):
@@ -181,67 +185,11 @@ def decode_xlnet_squad(examples, features, start_logits, end_logits, n_best_size
     Returns:
         `(predictions, nbest, null_odds)`, as `training.tasks.squad.decode_predictions`.
     """
-    start_logits = np.asarray(start_logits, np.float64)  # (N, S)
-    end_logits = np.asarray(end_logits, np.float64)  # (N, S)
-    if start_logits.ndim != 2 or start_logits.shape != end_logits.shape or (
-            len(start_logits) != len(features)):
-        raise ValueError(
-            f"Expected start and end logits of shape ({len(features)}, max_seq_length), one row "
-            f"per feature. Received: {start_logits.shape} and {end_logits.shape}.")
-    cls = start_logits.shape[1] - 1
-    rows_of = {}
-    for row, example_index in enumerate(features.example_index.tolist()):
-        rows_of.setdefault(example_index, []).append(row)
-    predictions, nbest_json, null_odds = {}, {}, {}
-    for example_index, example in enumerate(examples):
-        if example_index not in rows_of:
-            raise ValueError(f"Example {example_index} ({example.qas_id!r}) has no features; pass "
-                             "the examples the features were made from.")
-        prelim, null = [], None  # (row, start, end, start logit, end logit); (score, row, s, e)
-        for row in rows_of[example_index]:
-            starts, ends = start_logits[row], end_logits[row]
-            if version_2_with_negative and (null is None or starts[cls] + ends[cls] < null[0]):
-                null = (starts[cls] + ends[cls], row, starts[cls], ends[cls])
-            to_orig = features.token_to_orig_map[row]
-            max_context = features.token_is_max_context[row]
-            for i in squad._best_indexes(starts, n_best_size):
-                for j in squad._best_indexes(ends, n_best_size):
-                    if i not in to_orig or j not in to_orig or not max_context.get(i, False):
-                        continue  # question, special or padding, or seen better elsewhere
-                    if j < i or j - i + 1 > max_answer_length:
-                        continue
-                    prelim.append((row, i, j, starts[i], ends[j]))
-        if version_2_with_negative:
-            prelim.append((null[1], cls, cls, null[2], null[3]))
-        prelim.sort(key=lambda p: p[3] + p[4], reverse=True)
-        nbest, seen = [], set()
-        for row, i, j, start_logit, end_logit in prelim:
-            if len(nbest) >= n_best_size:
-                break
-            text = ""
-            if i != cls:  # a span, not the null answer
-                to_orig, chars = features.token_to_orig_map[row], features.token_chars[row]
-                text = _answer_text(example.doc_tokens, to_orig[i], to_orig[j], chars[i],
-                                    chars[j])
-                if text in seen:
-                    continue
-            seen.add(text)
-            nbest.append((text, float(start_logit), float(end_logit)))
-        if version_2_with_negative and "" not in seen:
-            nbest.append(("", float(null[2]), float(null[3])))
-        if not any(text for text, _, _ in nbest):
-            nbest.append(("empty", 0.0, 0.0))  # as the original: every question is answered
-        probabilities = squad._softmax([s + e for _, s, e in nbest])
-        nbest_json[example.qas_id] = [
-            {"text": text, "probability": p, "start_logit": s, "end_logit": e}
-            for (text, s, e), p in zip(nbest, probabilities)]
-        if not version_2_with_negative:
-            predictions[example.qas_id] = nbest[0][0]
-            continue
-        best_text, best_start, best_end = next(entry for entry in nbest if entry[0])
-        score_diff = float(null[0]) - best_start - best_end
-        null_odds[example.qas_id] = score_diff
-        predictions[example.qas_id] = "" if score_diff > null_score_diff_threshold else best_text
-    return predictions, nbest_json, null_odds
 
+    def span_text(example, row, i, j):  # cut at the pieces' characters
+        to_orig, chars = features.token_to_orig_map[row], features.token_chars[row]
+        return _answer_text(example.doc_tokens, to_orig[i], to_orig[j], chars[i], chars[j])
 
+    return squad.search_answers(examples, features, start_logits, end_logits, span_text, -1,
+                                n_best_size, max_answer_length, version_2_with_negative,
+                                null_score_diff_threshold)

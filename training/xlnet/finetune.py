@@ -30,9 +30,8 @@ xlnet_inputs`) and task models (`xlnet_task_models`):
   the predicted pieces' characters (the original maps pieces to characters
   too), so an answer may start or end inside a word.
 
-`training.finetune` dispatches here for `--model=xlnet` and imports this
-module lazily, inside the dispatching functions: it imports their base
-classes at the top.
+`training.finetuning.recipe.finetune_recipe` picks this module's `RECIPE`
+for `--model=xlnet`; it imports the base classes it builds on at the top.
 """
 
 import dataclasses
@@ -40,25 +39,34 @@ import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 
+from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
+from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_checkpoint
+from keras_bert_impl.xlnet.xlnet_checkpoint import read_xlnet_config
+from keras_bert_impl.xlnet.xlnet_config import XLNET_PRESETS
+from keras_bert_impl.xlnet.xlnet_config import xlnet_preset
 from keras_bert_impl.xlnet.xlnet_inputs import XLNetSpecialIds
 from keras_bert_impl.xlnet.xlnet_inputs import from_bert_layout
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetClassifier
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetMultipleChoice
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetQuestionAnswerer
 from keras_bert_impl.xlnet.xlnet_task_models import XLNetTokenTagger
+from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
+from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
+from tf_records.length_grouping import grouped_batches
+from tf_records.plain import plain
+from training.finetuning.backbones import backbone_in_keras_file
+from training.finetuning.backbones import run_dtype
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import check_start
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SquadTask
 from training.finetuning.tasks import SwagTask
-from training.finetuning.tasks import _predict
-from training.finetuning.tasks import _report_skipped
-from training.finetuning.tasks import check_rows
 from training.finetuning.text_classification import TextClassificationTask
+from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 from training.tasks import glue
-from training.tasks import squad
-from training.tasks import squad_metrics
 from training.tasks import swag
 from training.tasks.xlnet_squad import decode_xlnet_squad
 from training.tasks.xlnet_squad import xlnet_squad_features
@@ -86,53 +94,26 @@ SPM_FILE = "spiece.model"
 SPAN_TARGETS = ("start_logits", "end_logits")
 
 
-def _say(message):
-    print(message, flush=True)
-
-
 def _checkpoint_folder(path):
     return path if os.path.isdir(path) else os.path.dirname(path)
 
 
 def resolve_xlnet(cfg):
-    """`--model=xlnet`: its defaults filled in; checkpoint and `spiece.model` located."""
-    from keras_bert_impl.xlnet.xlnet_checkpoint import read_xlnet_config
-    from keras_bert_impl.xlnet.xlnet_config import XLNET_PRESETS
-    from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-
+    """`--model=xlnet`: its refusals; checkpoint and `spiece.model` located
+    and checked against each other (the task defaults are its recipe's
+    tables, `XLNET_LEARNING_RATE` and `XLNET_MAX_SEQ_LENGTH`)."""
     if cfg.merges_file or cfg.lm_coef >= 0 or cfg.elmo_lstm_units:
         raise SystemExit("--merges_file, --lm_coef and --elmo_lstm_units are GPT's and ELMo's, "
                          "not XLNet's.")
-    if cfg.preset and cfg.preset not in XLNET_PRESETS:
-        raise SystemExit(f"--preset={cfg.preset!r} is not an XLNet preset: use one of "
-                         f"{sorted(XLNET_PRESETS)}.")
-    if not cfg.init_checkpoint and not cfg.preset:
-        raise SystemExit("--model=xlnet needs --init_checkpoint (a Hugging Face xlnet folder with "
-                         "config.json, model.safetensors and spiece.model, or one of our .keras "
-                         "files) or --preset=xlnet_debug|xlnet_base|xlnet_large (random "
-                         "initialization, with --vocab_file=spiece.model): no XLNet is installed "
-                         "offline.")
-    if cfg.init_checkpoint and cfg.preset:
-        raise SystemExit("Pass --init_checkpoint or --preset for --model=xlnet, not both.")
+    check_start("xlnet", cfg.init_checkpoint, cfg.preset, XLNET_PRESETS, "an XLNet",
+                "--init_checkpoint (a Hugging Face xlnet folder with config.json, "
+                "model.safetensors and spiece.model, or one of our .keras files) or "
+                "--preset=xlnet_debug|xlnet_base|xlnet_large (random initialization, with "
+                "--vocab_file=spiece.model): no XLNet is installed offline.", not_both=True)
     checkpoint = cfg.init_checkpoint
     if checkpoint:
-        if os.path.isdir(checkpoint):
-            if not os.path.isfile(os.path.join(checkpoint, "config.json")):
-                raise SystemExit(f"--init_checkpoint={checkpoint} has no config.json: XLNet "
-                                 "reads Hugging Face xlnet folders or .keras files.")
-        elif not (checkpoint.endswith(".keras") and os.path.isfile(checkpoint)):
-            raise SystemExit(f"--init_checkpoint={checkpoint} is neither a Hugging Face xlnet "
-                             "folder nor an existing .keras file.")
-    vocab_file = cfg.vocab_file
-    if not vocab_file:
-        beside = os.path.join(_checkpoint_folder(checkpoint), SPM_FILE) if checkpoint else ""
-        if not beside or not os.path.isfile(beside):
-            raise SystemExit(f"No {SPM_FILE} beside --init_checkpoint: pass --vocab_file (the "
-                             "SentencePiece model XLNet reads; `training.learn_vocab "
-                             "--model=xlnet` makes one).")
-        vocab_file = beside
-    from training.finetuning.vocab_checks import check_vocab_of_checkpoint
-
+        _check_checkpoint_kind(checkpoint)
+    vocab_file = cfg.vocab_file or _spm_beside(checkpoint)
     check_vocab_of_checkpoint(checkpoint, vocab_file, SPM_FILE)
     try:
         tokenizer = XLNetTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
@@ -144,25 +125,33 @@ def resolve_xlnet(cfg):
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
         _check_vocab_size(vocab_size, tokenizer.vocab_size, checkpoint, vocab_file)
-    kind = "glue" if cfg.task.startswith("glue/") else cfg.task
-    changes = {"vocab_file": vocab_file}
-    if kind in XLNET_LEARNING_RATE:
-        if not cfg.learning_rate:
-            changes["learning_rate"] = XLNET_LEARNING_RATE[kind]
-        if not cfg.max_seq_length:
-            changes["max_seq_length"] = XLNET_MAX_SEQ_LENGTH[kind]
-    if cfg.warmup_proportion < 0:
-        changes["warmup_proportion"] = XLNET_WARMUP_PROPORTION
-    if cfg.weight_decay < 0:
-        changes["weight_decay"] = XLNET_WEIGHT_DECAY
-    return dataclasses.replace(cfg, **changes)
+    return dataclasses.replace(cfg, vocab_file=vocab_file)
+
+
+def _check_checkpoint_kind(checkpoint):
+    """`SystemExit` unless `checkpoint` is a Hugging Face xlnet folder or a `.keras` file."""
+    if os.path.isdir(checkpoint):
+        if not os.path.isfile(os.path.join(checkpoint, "config.json")):
+            raise SystemExit(f"--init_checkpoint={checkpoint} has no config.json: XLNet "
+                             "reads Hugging Face xlnet folders or .keras files.")
+    elif not (checkpoint.endswith(".keras") and os.path.isfile(checkpoint)):
+        raise SystemExit(f"--init_checkpoint={checkpoint} is neither a Hugging Face xlnet "
+                         "folder nor an existing .keras file.")
+
+
+def _spm_beside(checkpoint):
+    """The `spiece.model` beside `checkpoint`; `SystemExit` when there is none."""
+    beside = os.path.join(_checkpoint_folder(checkpoint), SPM_FILE) if checkpoint else ""
+    if not beside or not os.path.isfile(beside):
+        raise SystemExit(f"No {SPM_FILE} beside --init_checkpoint: pass --vocab_file (the "
+                         "SentencePiece model XLNet reads; `training.learn_vocab "
+                         "--model=xlnet` makes one).")
+    return beside
 
 
 def _for_fine_tuning(backbone, dtype):
     """The backbone as fine-tuning reads it: content stream, no memory, no
     `bi_data`, in `dtype`; the same weights (none of those changes any)."""
-    from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
-
     config = backbone.xlnet_config
     wanted = config.replace(mem_len=None, reuse_len=None, bi_data=False)
     policy = dtype or backbone.dtype_policy.name
@@ -178,11 +167,7 @@ def build_xlnet_backbone(cfg, vocab_size):
     our `.keras` files (a backbone, an `XLNetPretrainer` or a fine-tuned
     task model), or `--preset` with `vocab_size` rows; always without
     memory or query stream (the original fine-tunes so)."""
-    from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
-    from keras_bert_impl.xlnet.xlnet_checkpoint import load_xlnet_checkpoint
-    from keras_bert_impl.xlnet.xlnet_config import xlnet_preset
-
-    dtype = "mixed_bfloat16" if cfg.mixed_precision else None
+    dtype = run_dtype(cfg.mixed_precision)
     if not cfg.init_checkpoint:
         config = xlnet_preset(cfg.preset).replace(vocab_size=vocab_size)
         return XLNetBackbone.from_config_object(config, dtype=dtype)
@@ -193,18 +178,8 @@ def build_xlnet_backbone(cfg, vocab_size):
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
     else:
-        from keras_bert_impl.checkpoints.keras_files import check_keras_file
-
-        try:
-            check_keras_file(cfg.init_checkpoint)
-        except ValueError as e:
-            raise SystemExit(f"--init_checkpoint: {e}") from None
-        model = keras.saving.load_model(cfg.init_checkpoint, compile=False)
-        backbone = model if isinstance(model, XLNetBackbone) else getattr(model, "backbone", None)
-        if not isinstance(backbone, XLNetBackbone):
-            raise SystemExit(f"{cfg.init_checkpoint} holds a {type(model).__name__}, which has "
-                             "no XLNet backbone.")
-        backbone = _for_fine_tuning(backbone, dtype)
+        backbone = _for_fine_tuning(
+            backbone_in_keras_file(cfg.init_checkpoint, XLNetBackbone, "XLNet backbone"), dtype)
     _check_vocab_size(backbone.vocab_size, vocab_size, cfg.init_checkpoint, cfg.vocab_file)
     return backbone
 
@@ -306,44 +281,14 @@ class XLNetSquadTask(SquadTask):
         return xlnet_squad_features(examples, self.tokenizer, cfg.max_seq_length,
                                     cfg.doc_stride, cfg.max_query_length, is_training)
 
-    def train_arrays(self):
-        if not self.train_file:
-            raise SystemExit(f"No SQuAD training file (train-v*.json) in {self.cfg.data_dir}.")
-        examples, skipped = squad.read_squad_examples(
-            self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
-        _report_skipped(skipped, self.train_file)
-        check_rows(len(examples), self.train_file, "train", skipped, "questions")
-        features = self._features(examples, is_training=True)
-        return features.x, features.y, None
+    def _decode(self, examples, features, out, **threshold):
+        return decode_xlnet_squad(
+            examples, features, out["start_logits"], out["end_logits"],
+            n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length,
+            version_2_with_negative=self.version_2, **threshold)
 
     def build_model(self, backbone):
         return XLNetQuestionAnswerer(backbone)
-
-    def _dev(self):
-        if "dev" not in self._cache:
-            examples, _ = squad.read_squad_examples(self.dev_file, False, self.version_2)
-            check_rows(len(examples), self.dev_file, "dev", what="questions")
-            self._cache["dev"] = (examples, self._features(examples, is_training=False),
-                                  squad.load_squad_json(self.dev_file))
-        return self._cache["dev"]
-
-    def evaluate(self, model, split):
-        examples, features, dataset = self._dev()
-        out = _predict(model, features.x, self.cfg.batch_size)
-        decode = dict(n_best_size=self.cfg.n_best_size,
-                      max_answer_length=self.cfg.max_answer_length,
-                      version_2_with_negative=self.version_2)
-        predictions, nbest, null_odds = decode_xlnet_squad(
-            examples, features, out["start_logits"], out["end_logits"], **decode)
-        if not self.version_2:
-            return squad_metrics.evaluate_v1(dataset, predictions), (predictions, nbest, null_odds)
-        threshold = squad_metrics.search_null_threshold(dataset, nbest, null_odds)
-        predictions, nbest, null_odds = decode_xlnet_squad(
-            examples, features, out["start_logits"], out["end_logits"],
-            null_score_diff_threshold=threshold, **decode)
-        metrics = squad_metrics.evaluate_v2(dataset, predictions, na_probs=null_odds)
-        metrics["null_score_diff_threshold"] = threshold
-        return metrics, (predictions, nbest, null_odds)
 
 
 class XLNetTextClassificationTask(XLNetGlueTask, TextClassificationTask):
@@ -390,11 +335,6 @@ def grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed):
     Returns:
         A `tf.data.Dataset` of `(x, y)` or `(x, y, sample_weight)` batches.
     """
-    import tensorflow as tf
-
-    from tf_records.length_grouping import grouped_batches
-    from tf_records.plain import plain
-
     shape = np.shape(x["input_mask"])
     length = shape[-1]
 
@@ -432,14 +372,16 @@ class XLNetFinetune(FinetuneRecipe):
 
     name = "xlnet"
     adam_epsilon = XLNET_ADAM_EPSILON
+    task_learning_rates = XLNET_LEARNING_RATE
+    task_max_seq_lengths = XLNET_MAX_SEQ_LENGTH
+    warmup_proportion = XLNET_WARMUP_PROPORTION
+    weight_decay = XLNET_WEIGHT_DECAY
     cased = True  # XLNet's released models are cased
 
-    def resolve(self, cfg):
-        return resolve_xlnet(cfg)  # its defaults are per task kind, all its own
+    def resolve_own(self, cfg):
+        return resolve_xlnet(cfg)
 
     def tokenizer(self, cfg):
-        from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
-
         return XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
 
     def make_task(self, cfg, tokenizer):
@@ -453,8 +395,6 @@ class XLNetFinetune(FinetuneRecipe):
         return grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed)
 
     def export(self, model, saved_model_dir, cfg, labels):
-        from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_model
-
         export_xlnet_task_saved_model(model, saved_model_dir, cfg.vocab_file,
                                       cfg.do_lower_case, cfg.max_seq_length, labels=labels)
 

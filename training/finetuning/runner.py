@@ -1,0 +1,174 @@
+"""`python -m training.finetune`'s run, in its steps: resolve the config
+(`training.finetuning.resolve`), read every split (`checks.load_data`),
+lock the output folder, build the task model under the strategy, fit
+(`training.finetuning.loop`), then write the predictions, the export and
+`summary.json`.
+
+The command imports this module once its console has started: TensorFlow's
+start-up lines go to the console's log, not the screen."""
+
+import dataclasses
+import json
+import math
+import os
+import time
+import warnings
+
+import keras
+from absl import logging
+
+from tf_records.command_line.keras_extras import freeze_imports
+from training.finetuning.checks import check_positions
+from training.finetuning.checks import load_data
+from training.finetuning.loop import EvaluateEachEpoch
+from training.finetuning.loop import epoch_seed
+from training.finetuning.loop import fit_resumable
+from training.finetuning.loop import shuffled_batches
+from training.finetuning.loop import write_json
+from training.finetuning.resolve import resolve_run
+from training.run.checkpointing import OutputLock
+from training.run.curves import write_training_curves
+from training.run.distribution import make_strategy
+from training.run.distribution import replicas_batch
+from training.run.optimization import OptimizerConfig
+from training.run.optimization import create_optimizer
+from training.run.train_log import TrainingLog
+
+
+def say(message):
+    print(message, flush=True)
+
+
+def run(cfg, explicit=None):
+    """Fine-tunes, scores, writes predictions and exports; returns the summary.
+
+    Validate first, act second: the flags, the checkpoint's and vocabulary's
+    paths and every data split (each read, encoded and found non-empty)
+    are checked before the output folder is made or locked, so a run stopped
+    there leaves the folder as it found it. `explicit`: the flags given on
+    the command line (`resolve_run`); None: `cfg` as it is.
+    """
+    logging.set_verbosity(logging.WARNING)
+    # Span QA, tagging and features do not read the pooler; Keras warns that
+    # it gets no gradient, as the original left it untrained for them.
+    warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler")
+    started = time.time()
+    cfg, recipe = resolve_run(cfg, explicit)
+    freeze_imports()
+    keras.utils.set_random_seed(cfg.seed)
+    tokenizer, task, data = load_data(cfg, recipe)  # reads; writes nothing
+    try:
+        lock = OutputLock(cfg.output_dir)
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
+    try:
+        return _fine_tune(cfg, recipe, started, tokenizer, task, data)
+    finally:
+        lock.release()
+
+
+def _fine_tune(cfg, recipe, started, tokenizer, task, data):
+    """The run itself, top to bottom: model -> fit -> predictions -> export -> summary."""
+    if cfg.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    rows = len(data[0]["input_word_ids"])
+    steps_per_epoch = math.ceil(rows / cfg.batch_size)
+    total_steps = steps_per_epoch * cfg.epochs
+    warmup = int(total_steps * cfg.warmup_proportion)
+    strategy = make_strategy(cfg.strategy, cfg.tpu)
+    replicas_batch(strategy, cfg.batch_size)  # checks divisibility
+    say(f"Task {cfg.task} ({cfg.model}{recipe.describe(cfg)}): "
+        f"{rows} training rows, max_seq_length {cfg.max_seq_length}; "
+        f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
+        f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
+        f"(warmup {warmup}); from {cfg.init_checkpoint or 'random ' + cfg.preset}; "
+        f"dev splits {task.eval_splits}")
+    optimizer_config = OptimizerConfig(
+        learning_rate=cfg.learning_rate, warmup_steps=warmup,
+        weight_decay=cfg.weight_decay, clip_norm=cfg.clip_norm)
+    if recipe.adam_epsilon is not None:
+        optimizer_config = dataclasses.replace(optimizer_config, epsilon=recipe.adam_epsilon)
+    with strategy.scope():
+        model = _task_model(cfg, recipe, tokenizer, task)
+        model.compile(optimizer=create_optimizer(optimizer_config, total_steps))
+    log_dir = os.path.join(cfg.output_dir, "tensorboard")
+    log = TrainingLog(total_steps, 0, steps_per_epoch, cfg.log_every_steps, cfg.batch_size,
+                      cfg.batch_size * cfg.max_seq_length, log_dir=log_dir, rate_label="ex/s")
+    # Batches of similar length cut to their longest row; TPUs want static shapes.
+    group = cfg.length_grouping if (cfg.length_grouping > 1 and "input_mask" in data[0]
+                                    and cfg.strategy != "tpu") else 0
+    history = fit_resumable(
+        model, _epoch_batches(recipe, task, model, data, cfg.batch_size, group, cfg.seed),
+        cfg.epochs, steps_per_epoch, cfg.output_dir, cfg.checkpoint_every_steps,
+        [EvaluateEachEpoch(task, log_dir)], log, strategy, dataclasses.asdict(cfg))
+    curves, _ = write_training_curves(log_dir)
+    say(f"Training curves -> {curves}")
+    os.makedirs(cfg.output_dir, exist_ok=True)
+    written = task.write_predictions(model, cfg.output_dir)
+    for path in written:
+        say(f"Predictions -> {path}")
+    export_dir = os.path.join(cfg.output_dir, "export")
+    # text_classification's label strings, sorted: the exports answer with them.
+    labels = list(getattr(task, "class_labels", ())) or None
+    if cfg.export:
+        _export(model, recipe, cfg, export_dir, labels)
+    else:
+        say("--noexport: no SavedModel or model.keras written.")
+    summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
+               "history": history, "predictions": written,
+               **({"labels": labels} if labels else {}),
+               "export": os.path.abspath(export_dir) if cfg.export else None,
+               "wall_seconds": round(time.time() - started, 1)}
+    path = os.path.join(cfg.output_dir, "summary.json")
+    write_json(path, summary)
+    saved_model = "" if not cfg.export else (
+        f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; "
+        f"Keras model -> {os.path.join(export_dir, 'model.keras')}; ")
+    say(f"{saved_model}summary -> {path}. Done in {time.time() - started:.0f} s.")
+    return summary
+
+
+def _task_model(cfg, recipe, tokenizer, task):
+    """The task's model on the family's backbone (built in the caller's
+    strategy scope), refused (`SystemExit`) before `run_config.json` is
+    written when the checkpoint is not what its files claim or is too short
+    for `--max_seq_length`."""
+    try:
+        backbone = recipe.build_backbone(cfg, getattr(tokenizer, "vocab_size", None))
+    except ValueError as e:  # a checkpoint that is not what its files claim
+        raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: {e}") from None
+    check_positions(cfg.max_seq_length, backbone,
+                    "from " + (cfg.init_checkpoint or "--preset=" + cfg.preset))
+    recipe.check_backbone(cfg, tokenizer, backbone)
+    return task.build_model(backbone)
+
+
+def _epoch_batches(recipe, task, model, data, batch_size, group, seed):
+    """epoch -> its training batches, the same in every run (a resumed one
+    skips those trained): shuffled by `seed` and the epoch, with `group` > 0
+    `group` batches at a time sorted by length and cut to their longest row."""
+    x, y, sample_weight = data
+
+    def epoch_batches(epoch):
+        shuffle_seed = epoch_seed(seed, epoch)
+        batches = recipe.grouped_batches(x, y, sample_weight, batch_size, group,
+                                         shuffle_seed) if group else (
+            shuffled_batches(x, y, sample_weight, batch_size, shuffle_seed))
+        return recipe.epoch_batches(task, model, batches)
+
+    return epoch_batches
+
+
+def _export(model, recipe, cfg, export_dir, labels):
+    """The family's SavedModel and `model.keras` into `export_dir`, with
+    `labels.json` for text classification's label strings."""
+    say(f"Exporting to {export_dir} ...")
+    export_started = time.perf_counter()
+    recipe.export(model, os.path.join(export_dir, "saved_model"), cfg, labels)
+    model.save(os.path.join(export_dir, "model.keras"))
+    if labels:  # model.keras holds ids; this maps them back to the label strings
+        with open(os.path.join(export_dir, "labels.json.tmp"), "w", encoding="utf-8") as f:
+            json.dump(labels, f, ensure_ascii=False)
+        os.replace(os.path.join(export_dir, "labels.json.tmp"),
+                   os.path.join(export_dir, "labels.json"))
+    say(f"Exporting to {export_dir}: done in {time.perf_counter() - export_started:.1f} s")
