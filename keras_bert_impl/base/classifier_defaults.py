@@ -7,6 +7,7 @@ otherwise sparse cross-entropy on the logits, with accuracy.
 """
 
 import keras
+import tensorflow as tf
 
 from keras_bert_impl.metrics import SparseAccuracy
 
@@ -19,8 +20,6 @@ class ClassifierDefaults:
     def _symbolic_batch(self):
         x, y, sample_weight = super()._symbolic_batch()
         if self.num_classes == 1:  # regression: float scores shaped like the output
-            import tensorflow as tf
-
             y = tf.TensorSpec(self.output.shape, tf.float32)
         return x, y, sample_weight
 

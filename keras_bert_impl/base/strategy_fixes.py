@@ -6,11 +6,12 @@ Shared by the pretrainers and the fine-tuning models (a mixin placed before
 """
 
 import keras
+import tensorflow as tf
+from keras.src import backend
+from keras.src.models.functional import Functional
 
 
 def _multi_worker():
-    import tensorflow as tf
-
     strategy = tf.distribute.get_strategy()
     in_multi_worker_mode = getattr(strategy.extended, "_in_multi_worker_mode", None)
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) and bool(
@@ -33,8 +34,6 @@ def without_autotune_thread(dataset):
     the same 1,000 steps took 93.0 s vs 93.4 s. Other inputs (arrays,
     distributed datasets) are returned as is.
     """
-    import tensorflow as tf
-
     if not isinstance(dataset, tf.data.Dataset) or dataset.options().autotune.enabled is not None:
         return dataset
     options = tf.data.Options()
@@ -84,8 +83,6 @@ class KerasStrategyFixes:
         without it (`_symbolic_outputs`), so only loss and metrics are
         traced.
         """
-        from keras.src import backend
-
         y_pred = None if data_batch is None or not all(
             layer.built for layer in self._flatten_layers()) else self._symbolic_outputs()
         if y_pred is None:
@@ -109,8 +106,6 @@ class KerasStrategyFixes:
             # Keras 3.15 reduces a multi-worker step's logs with
             # `strategy.reduce("MEAN", v, axis=0)`, which fails on scalars;
             # shape (1,) reduces to the same scalar.
-            import tensorflow as tf
-
             logs = {k: tf.reshape(v, [1]) for k, v in logs.items()}
         return logs
 
@@ -123,8 +118,6 @@ class KerasStrategyFixes:
         A model that is not functional says what it returns (XLNet's
         pretrainer, ELMo's language model).
         """
-        from keras.src.models.functional import Functional
-
         if not isinstance(self, Functional):
             return None
         return keras.tree.map_structure(lambda t: keras.KerasTensor(t.shape, t.dtype), self.output)
@@ -132,8 +125,6 @@ class KerasStrategyFixes:
     def _symbolic_batch(self):
         """`(x, y, sample_weight)` specs: int32 inputs as the model's, and
         int32 targets shaped like each output without its last axis."""
-        import tensorflow as tf
-
         x = keras.tree.map_structure(lambda t: tf.TensorSpec(t.shape, tf.int32), self.input)
         y = keras.tree.map_structure(
             lambda t: tf.TensorSpec(t.shape[:-1], tf.int32), self.output)

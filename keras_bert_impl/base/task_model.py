@@ -5,6 +5,8 @@ arguments, and the fixes of Keras under distribution strategies."""
 
 import keras
 
+from keras_bert_impl.base.backbone import with_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 
@@ -19,12 +21,8 @@ class TaskModel(KerasStrategyFixes, keras.Model):
         compile_from_saved_config(self, config)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                **{name: getattr(self, name) for name in self.config_names}}
+        return wrapper_config(self, {name: getattr(self, name) for name in self.config_names})
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
+        return cls(**with_backbone(config))

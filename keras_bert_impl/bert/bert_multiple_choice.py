@@ -6,30 +6,12 @@ from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_task_model import BertTaskModel
 from keras_bert_impl.bert.bert_task_model import head_initializer
 from keras_bert_impl.bert.bert_task_model import pooled_output
+from keras_bert_impl.layers.choice_rows import FoldRows
+from keras_bert_impl.layers.choice_rows import UnfoldScores
 from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=choices, S=sequence, H=hidden
-
-
-class _FoldChoices(keras.layers.Layer):
-    """`(B, C, S)` -> `(B*C, S)`: every choice becomes a row for the backbone."""
-
-    def call(self, x):
-        return keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))  # (B*C, S)
-
-    def compute_output_shape(self, input_shape):
-        return (None, input_shape[-1])
-
-
-class _UnfoldChoices(keras.layers.Layer):
-    """`(B*C, 1)` scores -> `(B, C)`, C read from the `(B, C, S)` input."""
-
-    def call(self, scores, like):
-        return keras.ops.reshape(scores, keras.ops.shape(like)[:2])  # (B, C)
-
-    def compute_output_shape(self, scores_shape, like_shape):
-        return tuple(like_shape[:2])
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -61,8 +43,8 @@ class BertMultipleChoice(BertTaskModel):
             dropout = backbone.bert_config.hidden_dropout_prob
         # === Layers ===
         self.backbone = backbone
-        self.fold = _FoldChoices(name="fold_choices")
-        self.unfold = _UnfoldChoices(name="unfold_choices")
+        self.fold = FoldRows(name="fold_choices")
+        self.unfold = UnfoldScores(name="unfold_choices")
         self.output_dropout = FastDropout(dropout, name="output_dropout")
         self.output_dense = keras.layers.Dense(
             1, kernel_initializer=head_initializer(backbone), dtype="float32", name="choice_score")

@@ -1,7 +1,10 @@
 """Pretraining models: masked LM + next sentence, and masked LM alone."""
 
 import keras
+import tensorflow as tf
 
+from keras_bert_impl.base.backbone import as_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
@@ -70,8 +73,6 @@ class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):
 
     def _symbolic_batch(self):
         """Targets and sample weights for every output (masked-LM weights)."""
-        import tensorflow as tf
-
         x = {name: tf.TensorSpec([None, None], tf.int32) for name in self.input}
         y, sample_weight = {}, {}
         for name, output in self.output.items():
@@ -81,8 +82,7 @@ class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):
         return x, y, sample_weight
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
+        return wrapper_config(self)
 
     @classmethod
     def from_config(cls, config):
@@ -110,8 +110,7 @@ class BertPretrainer(_Pretrainer):
     """
 
     def __init__(self, backbone, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         # === Layers ===
         self.backbone = backbone
         self.masked_lm_head = _masked_lm_head(backbone)
@@ -187,8 +186,7 @@ class BertMaskedLMPretrainer(_Pretrainer):
 
     def __init__(self, backbone, masked_lm_hidden_act=None, masked_lm_layer_norm_eps=None,
                  **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         # === Layers ===
         self.backbone = backbone
         self.masked_lm_head = _masked_lm_head(
@@ -241,8 +239,7 @@ class BertCausalLMPretrainer(_Pretrainer):
     """
 
     def __init__(self, backbone, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         if not backbone.causal:
             raise ValueError(
                 "BertCausalLMPretrainer needs a causal backbone: build it with "

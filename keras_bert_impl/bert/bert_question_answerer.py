@@ -2,16 +2,16 @@
 
 import keras
 
+from keras_bert_impl.base.task_defaults import SpanDefaults
 from keras_bert_impl.bert.bert_task_model import BertTaskModel
 from keras_bert_impl.bert.bert_task_model import backbone_inputs
 from keras_bert_impl.bert.bert_task_model import head_initializer
-from keras_bert_impl.metrics import SparseAccuracy
 
 # B=batch, S=sequence
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertQuestionAnswerer(BertTaskModel):
+class BertQuestionAnswerer(SpanDefaults, BertTaskModel):
     """A start vector and an end vector over every token (paper Sec. 4.2).
 
     As the original `run_squad.create_model`: one Dense(2) on the sequence
@@ -41,15 +41,3 @@ class BertQuestionAnswerer(BertTaskModel):
         logits = self.span_dense(backbone(inputs)["sequence_output"])  # (B, S, 2)
         outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}  # (B, S) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
-
-    def compile(self, optimizer="adamw", loss=None, loss_weights=None, metrics=None, **kwargs):
-        """(start cross-entropy + end cross-entropy) / 2 by default, as the original."""
-        if loss is None:
-            loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                    for name in ("start_logits", "end_logits")}
-            loss_weights = loss_weights or {"start_logits": 0.5, "end_logits": 0.5}
-        if metrics is None:
-            metrics = {name: [SparseAccuracy(name="accuracy")]
-                       for name in ("start_logits", "end_logits")}
-        super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
-                        metrics=metrics, **kwargs)

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
+from keras_bert_impl.bert.bert_backbone import BertBackbone
 from keras_bert_impl.bert.bert_backbone import check_inputs
 
 
@@ -24,8 +25,6 @@ def pooled_output(backbone, inputs):
     pooler reads the last non-padding row, and whose blocks take no query
     rows) and backbones of another kind (the BiLSTM one) are called whole.
     """
-    from keras_bert_impl.bert.bert_backbone import BertBackbone
-
     if type(backbone) is not BertBackbone or backbone.causal:
         return backbone(inputs)["pooled_output"]
     x = backbone.embeddings(

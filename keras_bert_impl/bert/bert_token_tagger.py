@@ -2,17 +2,17 @@
 
 import keras
 
+from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.bert.bert_task_model import BertTaskModel
 from keras_bert_impl.bert.bert_task_model import backbone_inputs
 from keras_bert_impl.bert.bert_task_model import head_initializer
-from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, S=sequence, L=labels
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertTokenTagger(BertTaskModel):
+class BertTokenTagger(TaggerDefaults, BertTaskModel):
     """Dropout + Dense on every token's final vector (paper Sec. 5.3, Fig. 4d).
 
     The paper labels each word's first WordPiece; the other pieces, the
@@ -54,12 +54,3 @@ class BertTokenTagger(BertTaskModel):
         # === Config ===
         self.num_labels = num_labels
         self.dropout = dropout
-
-    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
-        """Weighted-mean cross-entropy over labelled pieces + their accuracy."""
-        loss = loss or keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
-        weighted_metrics = weighted_metrics or [
-            SparseAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
-                        **kwargs)

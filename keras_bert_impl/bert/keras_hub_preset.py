@@ -14,8 +14,8 @@ keras-hub's `BertBackbone` computes the tanh form of GELU in every block
 model read from a preset computes exactly that (`hidden_act="gelu_tanh"`,
 the head's own settings), so its outputs equal keras-hub's.
 
-keras-hub is imported inside the functions: it takes seconds to import and
-nothing else in the package needs it.
+keras-hub is imported on a converter's first call (`keras_hub_module`): it
+takes seconds to import and nothing else in the package needs it.
 """
 
 import collections
@@ -41,6 +41,7 @@ from keras_bert_impl.checkpoints.keras_hub_common import _contents
 from keras_bert_impl.checkpoints.keras_hub_common import assign_checked
 from keras_bert_impl.checkpoints.keras_hub_common import check_covered
 from keras_bert_impl.checkpoints.keras_hub_common import check_replaceable
+from keras_bert_impl.checkpoints.keras_hub_common import keras_hub_module
 from keras_bert_impl.checkpoints.keras_hub_common import read_preset_config
 from keras_bert_impl.checkpoints.keras_hub_common import write_preset_atomic
 
@@ -111,7 +112,7 @@ def load_keras_hub_preset(folder, dtype=None):
     """
     values = read_preset_config(folder, BERT_BACKBONE, BERT_CONFIG_KEYS)
     source = os.path.join(folder, CONFIG_FILE)
-    import keras_hub  # see the module docstring: slow, and only needed here
+    keras_hub = keras_hub_module()
 
     # float32 whatever the preset's dtype: the values are copied, and ours
     # gets `dtype`.
@@ -254,7 +255,7 @@ def save_keras_hub_preset(model, folder, vocab_file, do_lower_case=True,
         if size != backbone.bert_config.vocab_size:
             raise ValueError(f"{vocab_file} holds {size} tokens; the model's vocab_size is "
                              f"{backbone.bert_config.vocab_size}.")
-    import keras_hub  # see the module docstring
+    keras_hub = keras_hub_module()
 
     hub = keras_hub.models.BertBackbone(**kwargs, dtype="float32")
     slots = _hub_bert_slots(hub)

@@ -47,9 +47,10 @@ def resolve_checkpoint(path_or_name):
     path_or_name = os.fspath(path_or_name)  # a pathlib.Path too
     if not path_or_name or _exists_here(path_or_name) or not is_repo_id(path_or_name):
         return path_or_name
+    # lazy: the Hub's client loads only when a checkpoint is named by a Hub id
     import huggingface_hub
-    from huggingface_hub import constants
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    from huggingface_hub import constants  # lazy: as above
+    from huggingface_hub.errors import LocalEntryNotFoundError  # lazy: as above
 
     repo_id, _, revision = path_or_name.partition("@")
     offline = constants.HF_HUB_OFFLINE

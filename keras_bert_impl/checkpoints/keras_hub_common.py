@@ -52,6 +52,13 @@ _PRESET_FILES = frozenset((
     TASK_WEIGHTS_FILE, TOKENIZER_FILE, "preprocessor.json", "README.md"))
 
 
+def keras_hub_module():
+    """The `keras_hub` package, imported on a converter's first call."""
+    import keras_hub  # lazy: seconds to import, and only the preset converters need it
+
+    return keras_hub
+
+
 def _contents(folder):
     """What a folder holds, for an error: "a, b/, c" (folders end in "/")."""
     names = sorted(os.listdir(folder))

@@ -35,6 +35,21 @@ _LSTM_KEYS = ("dim", "projection_dim", "n_layers", "cell_clip", "proj_clip",
 PUBLISHED_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 
 
+def _checked_filters(filters):
+    """`filters` as a tuple of `(width, count)` integer pairs, both >= 1."""
+    try:
+        checked = tuple((int(w), int(n)) for w, n in filters)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            "`filters` must be a sequence of (width, count) pairs of integers. "
+            f"Received: filters={filters!r}.") from e
+    if not checked or any(w < 1 or n < 1 for w, n in checked):
+        raise ValueError(
+            "`filters` must be a non-empty sequence of (width, count) pairs, both >= 1. "
+            f"Received: filters={filters!r}.")
+    return checked
+
+
 def _positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value!r}.")
@@ -86,16 +101,7 @@ class ElmoConfig(ModelConfig):
     n_tokens_vocab: int = None
 
     def __post_init__(self):
-        try:
-            filters = tuple((int(w), int(n)) for w, n in self.filters)
-        except (TypeError, ValueError) as e:
-            raise ValueError(
-                "`filters` must be a sequence of (width, count) pairs of integers. "
-                f"Received: filters={self.filters!r}.") from e
-        if not filters or any(w < 1 or n < 1 for w, n in filters):
-            raise ValueError(
-                "`filters` must be a non-empty sequence of (width, count) pairs, both >= 1. "
-                f"Received: filters={self.filters!r}.")
+        filters = _checked_filters(self.filters)
         object.__setattr__(self, "filters", filters)
         for name in ("projection_dim", "lstm_dim", "n_layers", "char_embedding_dim",
                      "max_characters_per_token"):

@@ -1,7 +1,10 @@
 """`ElmoLanguageModel`: ELMo's biLM with its training objective, for `model.fit`."""
 
 import keras
+import tensorflow as tf
 
+from keras_bert_impl.base.backbone import as_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import check_char_ids
@@ -68,8 +71,7 @@ class ElmoLanguageModel(KerasStrategyFixes, keras.Model):
     """
 
     def __init__(self, backbone, vocab_size, n_negative_samples_batch=0, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         super().__init__(**kwargs)
         if not isinstance(backbone, ElmoBackbone):
             raise ValueError(
@@ -159,18 +161,14 @@ class ElmoLanguageModel(KerasStrategyFixes, keras.Model):
 
     def _symbolic_batch(self):
         """`(x, y, sample_weight)` specs: `tf_records.elmo.reader`'s batches."""
-        import tensorflow as tf
-
         chars = self.backbone.elmo_config.max_characters_per_token
         x = {name: tf.TensorSpec([None, None, chars], tf.int32) for name in INPUT_NAMES.values()}
         y = {d: tf.TensorSpec([None, None], tf.int32) for d in DIRECTIONS}
         return x, y, {d: tf.TensorSpec([None, None], tf.float32) for d in DIRECTIONS}
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                "vocab_size": self.vocab_size,
-                "n_negative_samples_batch": self.n_negative_samples_batch}
+        return wrapper_config(self, {"vocab_size": self.vocab_size,
+                                     "n_negative_samples_batch": self.n_negative_samples_batch})
 
     @classmethod
     def from_config(cls, config):

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import tensorflow as tf  # sampled softmax is TensorFlow's
 
 from keras_bert_impl.base.layer_config import NamedConfig
 
@@ -75,8 +76,6 @@ class ElmoSoftmax(NamedConfig, keras.layers.Layer):
         if not n_negative_samples:
             logits = self(hidden)  # (B, T, V)
             return keras.ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-        import tensorflow as tf  # sampled softmax is TensorFlow's
-
         shape = tf.shape(labels)
         flat = tf.reshape(tf.cast(hidden, self.compute_dtype), [-1, self.kernel.shape[1]])  # (N, P)
         losses = tf.nn.sampled_softmax_loss(

@@ -36,12 +36,12 @@ Inputs are ELMo character ids of whole words (`batch_char_ids`: each row
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.elmo.elmo_backbone import INPUT_NAME
 from keras_bert_impl.elmo.elmo_backbone import ElmoBackbone
 from keras_bert_impl.elmo.elmo_backbone import remove_sentence_boundaries
 from keras_bert_impl.layers.scalar_mix import ScalarMix
-from keras_bert_impl.metrics import SparseAccuracy
 
 # B=batch, T=tokens of a row (<S> and </S> included), W=T-2 words, C=characters
 # per token, J=biLM layers mixed (L + 1), D=2P (ELMo's width), U=head LSTM units
@@ -390,7 +390,7 @@ class ElmoPairClassifier(_ElmoClassifierBase):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class ElmoTokenTagger(ElmoTaskModel):
+class ElmoTokenTagger(TaggerDefaults, ElmoTaskModel):
     """One label per word (CoNLL NER) from frozen ELMo features.
 
     ELMo mix -> 2-layer BiLSTM -> Dense on every word: the BERT paper's
@@ -422,6 +422,7 @@ class ElmoTokenTagger(ElmoTaskModel):
     """
 
     config_names = ("num_labels", "lstm_units", "dropout", "l2_coef", "do_layer_norm")
+    default_optimizer = "adam"
 
     def __init__(self, backbone, num_labels, lstm_units=DEFAULT_LSTM_UNITS, dropout=0.1,
                  l2_coef=DEFAULT_L2_COEF, do_layer_norm=False, **kwargs):
@@ -444,12 +445,3 @@ class ElmoTokenTagger(ElmoTaskModel):
         logits = logits * keras.ops.cast(mask, "float32")[:, :, None]  # 0 past the words
         logits = keras.ops.pad(logits, [[0, 0], [1, 1], [0, 0]])  # (B, T, K): <S> .. </S>
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-    def compile(self, optimizer="adam", loss=None, weighted_metrics=None, **kwargs):
-        """Weighted-mean cross-entropy over the labelled words + their accuracy, + the mix's L2."""
-        loss = loss or keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
-        weighted_metrics = weighted_metrics or [
-            SparseAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
-                        **kwargs)

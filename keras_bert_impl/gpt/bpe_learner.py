@@ -185,3 +185,6 @@ def write_bpe_files(vocab, merges, folder):
     lines = [MERGES_HEADER] + [f"{left} {right}" for left, right in merges]
     write_text_atomic(merges_path, "\n".join(lines) + "\n")
     return vocab_path, merges_path
+
+
+_write_atomically = write_text_atomic  # the name tests/test_serving.py imports

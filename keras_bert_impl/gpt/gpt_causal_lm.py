@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_impl.base.backbone import as_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
@@ -32,8 +34,7 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
     """
 
     def __init__(self, backbone, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         # === Layers ===
         self.backbone = backbone
         # === Functional graph ===
@@ -63,8 +64,7 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
         compile_from_saved_config(self, config)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone)}
+        return wrapper_config(self)
 
     @classmethod
     def from_config(cls, config):

@@ -47,6 +47,7 @@ from keras_bert_impl.gpt.gpt_backbone import GptBackbone
 from keras_bert_impl.gpt.gpt_inputs import FineTuningIds
 from keras_bert_impl.gpt.gpt_task_models import GptClassifier
 from keras_bert_impl.gpt.gpt_task_models import GptTaskModel
+from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
 from keras_bert_impl.layers.transformer_encoder import encoder_blocks
 from keras_bert_impl.speed.head_branches import HeadBranches
 from keras_bert_impl.speed.head_branches import in_head_branches_when_short
@@ -148,8 +149,6 @@ class _GptServing(tf.Module):
 def _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length):
     """`(GraphGptTokenizer, FineTuningIds)` for a classifier's text signatures,
     after checking that they give the ids the model was fine-tuned on."""
-    from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
-
     tokenizer = GraphGptTokenizer(vocab_file, merges_file)
     special = FineTuningIds.appended_to(tokenizer.vocab_size)  # as `training.gpt.finetune`
     if special.classify != model.classify_id:
@@ -201,8 +200,6 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         tokenizer, special = _classifier_tokenizer(model, vocab_file, merges_file,
                                                    max_seq_length)
     elif vocab_file and merges_file and not isinstance(model, GptTaskModel):
-        from keras_bert_impl.gpt.graph_gpt_tokenizer import GraphGptTokenizer
-
         tokenizer = GraphGptTokenizer(vocab_file, merges_file)
     module = _GptServing(model, backbone, tokenizer, max_seq_length, special, head_branches)
     with_labels(module, model, labels)

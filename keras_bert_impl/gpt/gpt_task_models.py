@@ -26,9 +26,12 @@ loss is exactly the task loss. The logs show the unweighted L1 as `lm_loss`.
 import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
+from keras_bert_impl.layers.choice_rows import FoldRows
+from keras_bert_impl.layers.choice_rows import UnfoldRows
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
 from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
@@ -67,27 +70,6 @@ def _check_classify_id(classify_id, backbone):
             f"`classify_id` must be a token id in [0, vocab_size={backbone.vocab_size}): the "
             "`_classify_` token appended to the vocabulary (grow it with "
             f"`grow_vocabulary(backbone, 3)`). Received: classify_id={classify_id!r}.")
-
-
-class _FoldRows(keras.layers.Layer):
-    """`(B, C, S)` -> `(B*C, S)`: every choice (or order) is a row for the backbone."""
-
-    def call(self, x):
-        return keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))  # (B*C, S)
-
-    def compute_output_shape(self, input_shape):
-        return (None, input_shape[-1])
-
-
-class _UnfoldRows(keras.layers.Layer):
-    """`(B*C, ...)` -> `(B, C, ...)`, C read from the `(B, C, S)` input."""
-
-    def call(self, rows, like):
-        shape = keras.ops.shape(like)
-        return keras.ops.reshape(rows, (shape[0], shape[1], *rows.shape[1:]))  # (B, C, ...)
-
-    def compute_output_shape(self, rows_shape, like_shape):
-        return (like_shape[0], like_shape[1], *rows_shape[1:])
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -299,8 +281,8 @@ class GptClassifier(ClassifierDefaults, GptTaskModel):
             name="logits")
         # === Functional graph ===
         if self.similarity:
-            self.fold = _FoldRows(name="fold_orders")
-            self.unfold = _UnfoldRows(name="unfold_orders")
+            self.fold = FoldRows(name="fold_orders")
+            self.unfold = UnfoldRows(name="unfold_orders")
             inputs = _inputs(3, num_choices=2)  # (B, 2, S)
             rows = {name: self.fold(x) for name, x in inputs.items()}  # (2B, S)
         else:
@@ -360,8 +342,8 @@ class GptMultipleChoice(GptTaskModel):
         self.lm_coef = lm_coef
         # === Layers ===
         self.backbone = backbone
-        self.fold = _FoldRows(name="fold_choices")
-        self.unfold = _UnfoldRows(name="unfold_choices")
+        self.fold = FoldRows(name="fold_choices")
+        self.unfold = UnfoldRows(name="unfold_choices")
         self.classify_state = GptClassifyState(classify_id, name="classify_state")
         self.output_dropout = keras.layers.Dropout(
             dropout, noise_shape=(None, 1, backbone.n_embd),  # one mask per example
@@ -390,7 +372,7 @@ class GptMultipleChoice(GptTaskModel):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GptTokenTagger(GptTaskModel):
+class GptTokenTagger(TaggerDefaults, GptTaskModel):
     """Dropout + Dense on every token's final state (CoNLL NER).
 
     Not in the GPT paper; the head is BERT's (Sec. 5.3). Left-to-right
@@ -443,12 +425,3 @@ class GptTokenTagger(GptTaskModel):
         logits = self.output_dense(self.output_dropout(out["sequence_output"]))  # (B, S, L)
         logits = self._auxiliary_lm(logits, out, inputs)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
-        """Weighted-mean cross-entropy over labelled pieces + their accuracy, plus LM loss."""
-        loss = loss or keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
-        weighted_metrics = weighted_metrics or [
-            SparseAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
-                        **kwargs)

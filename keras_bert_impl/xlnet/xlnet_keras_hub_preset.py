@@ -28,6 +28,7 @@ from keras_bert_impl.checkpoints.keras_hub_common import activation_name
 from keras_bert_impl.checkpoints.keras_hub_common import assign_checked
 from keras_bert_impl.checkpoints.keras_hub_common import check_covered
 from keras_bert_impl.checkpoints.keras_hub_common import check_replaceable
+from keras_bert_impl.checkpoints.keras_hub_common import keras_hub_module
 from keras_bert_impl.checkpoints.keras_hub_common import read_preset_config
 from keras_bert_impl.checkpoints.keras_hub_common import write_preset_atomic
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
@@ -133,7 +134,7 @@ def load_keras_hub_xlnet_preset(folder, dtype=None):
     """
     values = read_preset_config(folder, XLNET_BACKBONE, _XLNET_CONFIG_KEYS)
     source = os.path.join(folder, CONFIG_FILE)
-    import keras_hub  # slow to import; only needed here
+    keras_hub = keras_hub_module()
 
     hub = keras_hub.models.Backbone.from_preset(folder, dtype="float32")
     if type(hub) is not keras_hub.models.XLNetBackbone:
@@ -214,7 +215,7 @@ def save_keras_hub_xlnet_preset(model, folder):
     backbone = _xlnet_backbone_of(model)
     kwargs = _hub_xlnet_kwargs(backbone.xlnet_config)
     check_replaceable(os.path.abspath(folder))  # before the slow part
-    import keras_hub  # slow to import; only needed here
+    keras_hub = keras_hub_module()
 
     hub = keras_hub.models.XLNetBackbone(**kwargs, dtype="float32")
     slots = _hub_xlnet_slots(hub)

@@ -1,7 +1,10 @@
 """`XLNetPretrainer`: XLNet's permutation language model, for `model.fit`."""
 
 import keras
+import tensorflow as tf
 
+from keras_bert_impl.base.backbone import as_backbone
+from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.base.saved_compile import compile_from_saved_config
 from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
 from keras_bert_impl.losses import MaskedLMLoss
@@ -64,8 +67,7 @@ class XLNetPretrainer(KerasStrategyFixes, keras.Model):
     """
 
     def __init__(self, backbone, max_batch_size=None, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.layers.deserialize(backbone)
+        backbone = as_backbone(backbone)
         super().__init__(**kwargs)
         if not isinstance(backbone, XLNetBackbone) or not backbone.two_stream:
             raise ValueError(
@@ -147,8 +149,6 @@ class XLNetPretrainer(KerasStrategyFixes, keras.Model):
 
     def _symbolic_batch(self):
         """`(x, target, target_mask)` specs for building under a strategy."""
-        import tensorflow as tf
-
         x = {
             "input_word_ids": tf.TensorSpec([None, None], tf.int32),
             "input_type_ids": tf.TensorSpec([None, None], tf.int32),
@@ -158,9 +158,7 @@ class XLNetPretrainer(KerasStrategyFixes, keras.Model):
         return x, tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.float32)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "backbone": keras.layers.serialize(self.backbone),
-                "max_batch_size": self.max_batch_size}
+        return wrapper_config(self, {"max_batch_size": self.max_batch_size})
 
     @classmethod
     def from_config(cls, config):

@@ -31,7 +31,11 @@ import keras
 
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.base.layer_config import NamedConfig
+from keras_bert_impl.base.task_defaults import SpanDefaults
+from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
+from keras_bert_impl.layers.choice_rows import FoldRows
+from keras_bert_impl.layers.choice_rows import UnfoldScores
 from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
@@ -136,26 +140,6 @@ class XLNetSequenceSummary(NamedConfig, keras.layers.Layer):
 
     def compute_output_shape(self, sequence_output_shape):
         return (sequence_output_shape[0], self.d_model)
-
-
-class _FoldChoices(keras.layers.Layer):
-    """`(B, C, S)` -> `(B*C, S)`: every choice is a row for the backbone."""
-
-    def call(self, x):
-        return keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))  # (B*C, S)
-
-    def compute_output_shape(self, input_shape):
-        return (None, input_shape[-1])
-
-
-class _UnfoldChoices(keras.layers.Layer):
-    """`(B*C, 1)` scores -> `(B, C)`, C read from the `(B, C, S)` input."""
-
-    def call(self, scores, like):
-        return keras.ops.reshape(scores, keras.ops.shape(like)[:2])  # (B, C)
-
-    def compute_output_shape(self, scores_shape, like_shape):
-        return tuple(like_shape[:2])
 
 
 class XLNetTaskModel(TaskModel):
@@ -277,8 +261,8 @@ class XLNetMultipleChoice(XLNetTaskModel):
         _check_dropout(dropout)
         # === Layers ===
         self.backbone = backbone
-        self.fold = _FoldChoices(name="fold_choices")
-        self.unfold = _UnfoldChoices(name="unfold_choices")
+        self.fold = FoldRows(name="fold_choices")
+        self.unfold = UnfoldScores(name="unfold_choices")
         self.sequence_summary = XLNetSequenceSummary(
             backbone.d_model, dropout, backbone.initializer_range, dtype=backbone.dtype_policy,
             name="sequence_summary")
@@ -305,7 +289,7 @@ class XLNetMultipleChoice(XLNetTaskModel):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetQuestionAnswerer(XLNetTaskModel):
+class XLNetQuestionAnswerer(SpanDefaults, XLNetTaskModel):
     """Start and end logits over every position (SQuAD).
 
     Dense(2) on the sequence output, split into start and end logits
@@ -347,21 +331,9 @@ class XLNetQuestionAnswerer(XLNetTaskModel):
         outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}  # (B, S) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
-    def compile(self, optimizer="adamw", loss=None, loss_weights=None, metrics=None, **kwargs):
-        """(start cross-entropy + end cross-entropy) / 2 by default."""
-        if loss is None:
-            loss = {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                    for name in ("start_logits", "end_logits")}
-            loss_weights = loss_weights or {"start_logits": 0.5, "end_logits": 0.5}
-        if metrics is None:
-            metrics = {name: [SparseAccuracy(name="accuracy")]
-                       for name in ("start_logits", "end_logits")}
-        super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
-                        metrics=metrics, **kwargs)
-
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetTokenTagger(XLNetTaskModel):
+class XLNetTokenTagger(TaggerDefaults, XLNetTaskModel):
     """Dense on every token's state (CoNLL NER).
 
     transformers' `XLNetForTokenClassification` (the backbone's output
@@ -403,12 +375,3 @@ class XLNetTokenTagger(XLNetTaskModel):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         # === Config ===
         self.num_labels = num_labels
-
-    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
-        """Weighted-mean cross-entropy over labelled pieces + their accuracy."""
-        loss = loss or keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")
-        weighted_metrics = weighted_metrics or [
-            SparseAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
-                        **kwargs)

@@ -25,10 +25,10 @@ from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from keras_bert_impl.bert.load_backbone import checkpoint_format
 from keras_bert_impl.bert.load_backbone import find_vocab_file
 from keras_bert_impl.bert.load_backbone import load_backbone
-from training.finetuning.backbones import run_dtype
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.config import refuse_gpt_flags
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import run_dtype
 from training.finetuning.tasks import make_task
 from training.finetuning.text_classification import TextClassificationTask
 from training.finetuning.vocab_checks import check_vocab_of_checkpoint

@@ -37,10 +37,10 @@ from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from tf_records.plain import plain
-from training.finetuning.backbones import backbone_in_keras_file
-from training.finetuning.backbones import run_dtype
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import backbone_in_keras_file
 from training.finetuning.recipe import check_start
+from training.finetuning.recipe import run_dtype
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import _glue_labels

@@ -18,10 +18,18 @@ A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
 - `grouped_batches(...)` (XLNet pads on the left) and `epoch_batches(task,
   model, batches)` (ELMo turns word ids into character ids);
 - `export(model, saved_model_dir, cfg, labels)`: one signature for all four.
+
+What the families' checks and backbones share is here too: `check_start`
+(a checkpoint or a preset of the family), `run_dtype` and
+`backbone_in_keras_file`.
 """
 
 import dataclasses
 
+import keras
+
+from keras_bert_impl.checkpoints.keras_files import check_keras_file
+from tf_records.length_grouping import grouped_batches
 from training.run.config_flags import family_recipe
 
 # --model -> the module whose RECIPE fine-tunes it (imported when chosen:
@@ -58,6 +66,27 @@ DEFAULT_LEARNING_RATE = {"glue": 5e-5, "squad": 3e-5, "ner": 5e-5, "swag": 2e-5,
                          "text_classification": 5e-5}
 DEFAULT_MAX_SEQ_LENGTH = {"glue": 128, "squad": 384, "ner": 128, "swag": 128,
                           "text_classification": 128}
+
+
+def run_dtype(mixed_precision):
+    """The backbone's dtype policy: "mixed_bfloat16" with `--mixed_precision`, else None."""
+    return "mixed_bfloat16" if mixed_precision else None
+
+
+def backbone_in_keras_file(path, backbone_class, what):
+    """The `backbone_class` instance a `.keras` file holds: the model itself
+    or its `backbone`. `SystemExit` naming `--init_checkpoint` for a file
+    that is not one of ours, and the file for one with no such backbone
+    (`what`: its name in the message, e.g. "GPT backbone")."""
+    try:
+        check_keras_file(path)
+    except ValueError as e:
+        raise SystemExit(f"--init_checkpoint: {e}") from None
+    model = keras.saving.load_model(path, compile=False)
+    backbone = model if isinstance(model, backbone_class) else getattr(model, "backbone", None)
+    if not isinstance(backbone, backbone_class):
+        raise SystemExit(f"{path} holds a {type(model).__name__}, which has no {what}.")
+    return backbone
 
 
 class FinetuneRecipe:
@@ -119,10 +148,6 @@ class FinetuneRecipe:
         return ""
 
     def grouped_batches(self, x, y, sample_weight, batch_size, group, seed):
-        # Read before any console starts (training.ablation.span_qa_diagnosis imports it).
-        # lazy: this registry imports no TensorFlow; length_grouping does
-        from tf_records.length_grouping import grouped_batches
-
         return grouped_batches(x, y, sample_weight, batch_size, group, seed)
 
     def epoch_batches(self, task, model, batches):

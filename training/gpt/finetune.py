@@ -34,11 +34,11 @@ from keras_bert_impl.gpt.gpt_task_models import GptMultipleChoice
 from keras_bert_impl.gpt.gpt_task_models import GptTokenTagger
 from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer
 from tf_records.manifest import file_sha256
-from training.finetuning.backbones import backbone_in_keras_file
-from training.finetuning.backbones import run_dtype
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import backbone_in_keras_file
 from training.finetuning.recipe import check_start
+from training.finetuning.recipe import run_dtype
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SwagTask

@@ -56,10 +56,10 @@ from keras_bert_impl.xlnet.xlnet_task_serving import export_xlnet_task_saved_mod
 from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer
 from tf_records.length_grouping import grouped_batches
 from tf_records.plain import plain
-from training.finetuning.backbones import backbone_in_keras_file
-from training.finetuning.backbones import run_dtype
 from training.finetuning.recipe import FinetuneRecipe
+from training.finetuning.recipe import backbone_in_keras_file
 from training.finetuning.recipe import check_start
+from training.finetuning.recipe import run_dtype
 from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SquadTask
