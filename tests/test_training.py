@@ -470,6 +470,7 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
     from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
     from training.pretrain import make_recipe
+    from training.pretraining.command.recipes import prepare_data
 
     folder = str(tmp_path / "records")
     write_pretraining_data([_text(tmp_path / "text.txt", documents=60)], VOCAB, folder,
@@ -482,7 +483,7 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
                          max_predictions_per_seq=10)
     recipe = BertRecipe(cfg)
     assert recipe.ablation == ""
-    train_source, _, _ = recipe.prepare_data()
+    train_source, _, _ = prepare_data(recipe)
     assert recipe.ablation == "no_nsp"  # the manifest says doc_sentences
     model, model_config = recipe.build_model(recipe.vocab_size(train_source, VOCAB))
     assert isinstance(model, BertMaskedLMPretrainer)

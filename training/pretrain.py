@@ -15,7 +15,7 @@ Every flag is a field of `PretrainConfig` (`training/pretraining/config.py`,
 with the flags' help); its default is the flag's. A model family adds its
 recipe (data, model, loss, evaluation, export: `training/bert/recipe.py`,
 `training/gpt/recipe.py`, `training/elmo/recipe.py`,
-`training/xlnet/recipe.py`); the trainer (`training/pretraining/loop.py`) is
+`training/xlnet/recipe.py`); the trainer (`training/pretraining/command/loop.py`) is
 one for all. Where a family trains differently by default (ELMo: bilm-tf's
 Adagrad, 20-token windows; XLNet: 64-token records, a smaller vocabulary),
 `MODEL_DEFAULTS` replaces the flags still at BERT's defaults that were not typed.
@@ -27,9 +27,9 @@ import sys
 from absl import flags
 
 from tf_records.command_line import console
+from training.pretraining.command.recipes import make_recipe
 from training.pretraining.config import HELP
 from training.pretraining.config import PretrainConfig
-from training.pretraining.recipe import make_recipe
 from training.run.config_flags import define_flags
 from training.run.config_flags import from_flags
 
@@ -43,10 +43,10 @@ def main(argv):
 
 
 def run(cfg, explicit=None):
-    """Pretrains as `cfg` says (`training.pretraining.runner.run`: its steps
+    """Pretrains as `cfg` says (`training.pretraining.command.runner.run`: its steps
     and `explicit`)."""
     # lazy: TensorFlow loads only after the console starts (tf_records/command_line/console.py)
-    from training.pretraining import runner
+    from training.pretraining.command import runner
 
     runner.run(cfg, explicit)
 

@@ -39,6 +39,22 @@ def check_sequence_inputs(inputs, names, max_length, max_length_name, limits,
         extra_names: further inputs allowed (and required).
         family: str. The model family, for the messages.
     """
+    _check_keys(inputs, names, extra_names, family)
+    seq_length = _common_shape(inputs, names, family)[1]
+    if seq_length is not None and seq_length > max_length:
+        raise ValueError(
+            f"Sequence length {seq_length} is longer than {max_length_name}="
+            f"{max_length}. Truncate the inputs."
+        )
+    limits = list(limits)
+    if "masked_lm_positions" in inputs and seq_length is not None:
+        limits.append(("masked_lm_positions", seq_length, "the sequence length"))
+    for name, limit, what in limits:
+        _check_range(inputs[name], name, limit, what)
+
+
+def _check_keys(inputs, names, extra_names, family):
+    """`ValueError` unless `inputs` is a dict of exactly `names` and `extra_names`."""
     if not isinstance(inputs, dict):
         raise ValueError(
             f"{family} inputs must be a dict with keys {list(tuple(names) + tuple(extra_names))}. "
@@ -52,6 +68,11 @@ def check_sequence_inputs(inputs, names, max_length, max_length_name, limits,
             f"{family} inputs must have keys {sorted(expected)}. "
             f"Missing: {missing}. Unexpected: {unknown}."
         )
+
+
+def _common_shape(inputs, names, family):
+    """The `(B, S)` shape of the `names` inputs, after checking each is an
+    integer tensor of rank 2 and all agree where their sizes are known."""
     shape = None
     for name in names:
         value = inputs[name]
@@ -73,25 +94,21 @@ def check_sequence_inputs(inputs, names, max_length, max_length_name, limits,
                 f"All {family} inputs must have the same shape. "
                 f"Received `{names[0]}` {shape} and `{name}` {value_shape}."
             )
-    seq_length = shape[1]
-    if seq_length is not None and seq_length > max_length:
-        raise ValueError(
-            f"Sequence length {seq_length} is longer than {max_length_name}="
-            f"{max_length}. Truncate the inputs."
-        )
-    limits = list(limits)
-    if "masked_lm_positions" in inputs and seq_length is not None:
-        limits.append(("masked_lm_positions", seq_length, "the sequence length"))
-    for name, limit, what in limits:
-        values = _concrete(inputs[name])
-        if values is not None and values.size:
-            low, high = values.min(), values.max()
-            if low < 0 or high >= limit:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"`{name}` holds {bad}, outside [0, {limit}) where the upper "
-                    f"bound is {what}."
-                )
+    return shape
+
+
+def _check_range(value, name, limit, what):
+    """`ValueError` when a concrete `value` holds a number outside `[0, limit)`
+    (`what`: where the bound comes from); a symbolic one passes."""
+    values = _concrete(value)
+    if values is not None and values.size:
+        low, high = values.min(), values.max()
+        if low < 0 or high >= limit:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"`{name}` holds {bad}, outside [0, {limit}) where the upper "
+                f"bound is {what}."
+            )
 
 
 def _concrete(value):

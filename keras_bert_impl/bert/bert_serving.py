@@ -196,28 +196,39 @@ def export_saved_model(model, export_dir, vocab_file=None, do_lower_case=True, m
     def ids_outputs(inputs):
         return module.outputs(inputs)
 
-    if module.masked_lm_head is not None:
-        @tf.function(autograph=False, input_signature=[
-            _ids_spec(), tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")])
-        def serving_default(inputs, masked_lm_positions):
-            return module.outputs(inputs, masked_lm_positions)
-    else:
-        serving_default = ids_outputs
-    signatures = {"serving_default": serving_default}
+    signatures = {"serving_default": _default_signature(module, ids_outputs)}
     if tokenizer is not None and not isinstance(model, BertMultipleChoice):
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        def serving_text(text):
-            return module.text_outputs(ids_outputs, checked_texts({"text": text})["text"])
-
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                      tf.TensorSpec([None], tf.string, name="text_b")])
-        def serving_text_pair(text_a, text_b):
-            texts = checked_texts({"text_a": text_a, "text_b": text_b})
-            return module.text_outputs(ids_outputs, texts["text_a"], texts["text_b"])
-
-        signatures["serving_text"] = serving_text
-        signatures["serving_text_pair"] = serving_text_pair
+        signatures.update(_text_signatures(module, ids_outputs))
     with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
         return save_module_atomic(module, export_dir, signatures)
 
 
+def _default_signature(module, ids_outputs):
+    """`serving_default`: `ids_outputs`, or for a model reading
+    `masked_lm_positions` a function of the ids and the positions."""
+    if module.masked_lm_head is None:
+        return ids_outputs
+
+    @tf.function(autograph=False, input_signature=[
+        _ids_spec(), tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")])
+    def serving_default(inputs, masked_lm_positions):
+        return module.outputs(inputs, masked_lm_positions)
+
+    return serving_default
+
+
+def _text_signatures(module, ids_outputs):
+    """`serving_text` and `serving_text_pair`: the texts tokenized and packed
+    in the graph, then `ids_outputs` of the packed ids."""
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serving_text(text):
+        return module.text_outputs(ids_outputs, checked_texts({"text": text})["text"])
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                  tf.TensorSpec([None], tf.string, name="text_b")])
+    def serving_text_pair(text_a, text_b):
+        texts = checked_texts({"text_a": text_a, "text_b": text_b})
+        return module.text_outputs(ids_outputs, texts["text_a"], texts["text_b"])
+
+    return {"serving_text": serving_text, "serving_text_pair": serving_text_pair}

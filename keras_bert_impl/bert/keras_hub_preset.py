@@ -112,8 +112,22 @@ def load_keras_hub_preset(folder, dtype=None):
     """
     values = read_preset_config(folder, BERT_BACKBONE, BERT_CONFIG_KEYS)
     source = os.path.join(folder, CONFIG_FILE)
-    keras_hub = keras_hub_module()
+    hub_backbone, hub_head, hub_model = _hub_models(keras_hub_module(), folder)
+    slots = _hub_bert_slots(hub_backbone, hub_head)
+    check_covered(hub_model, [variable for _, variable, _ in slots], folder)
+    config, head = _bert_config(hub_backbone, values, hub_head, source)
+    backbone = BertBackbone.from_bert_config(config, dtype=dtype)
+    model = BertMaskedLMPretrainer(backbone, **head) if hub_head is not None else backbone
+    originals, paths = _original_values(slots)
+    google_names.set_original_weights(
+        model, originals, folder, describe=lambda name: paths.get(name, name))
+    return model
 
+
+def _hub_models(keras_hub, folder):
+    """`(hub_backbone, hub_head or None, hub_model)`: keras-hub's models of
+    the preset in float32, `hub_model` the task when `task.json` names a
+    `BertMaskedLM`, else the backbone."""
     # float32 whatever the preset's dtype: the values are copied, and ours
     # gets `dtype`.
     if _task_name(folder) == BERT_MASKED_LM:
@@ -129,20 +143,19 @@ def load_keras_hub_preset(folder, dtype=None):
     if type(hub_backbone) is not keras_hub.models.BertBackbone:
         raise ValueError(f"{folder}: keras-hub built a {type(hub_backbone).__name__}, not a "
                          "BertBackbone.")
-    slots = _hub_bert_slots(hub_backbone, hub_head)
-    check_covered(hub_model, [variable for _, variable, _ in slots], folder)
-    config, head = _bert_config(hub_backbone, values, hub_head, source)
-    backbone = BertBackbone.from_bert_config(config, dtype=dtype)
-    model = BertMaskedLMPretrainer(backbone, **head) if hub_head is not None else backbone
+    return hub_backbone, hub_head, hub_model
+
+
+def _original_values(slots):
+    """`({Google name: float32 value in the original layout}, {Google name:
+    keras-hub variable path})` of `_hub_bert_slots`' slots."""
     originals = {}
     paths = {}
     for name, variable, to_original in slots:
         value = np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float32)
         originals[name] = to_original(value) if to_original else value
         paths[name] = variable.path
-    google_names.set_original_weights(
-        model, originals, folder, describe=lambda name: paths.get(name, name))
-    return model
+    return originals, paths
 
 
 def keras_hub_preset_vocab(folder):
@@ -249,28 +262,12 @@ def save_keras_hub_preset(model, folder, vocab_file, do_lower_case=True,
     kwargs = _hub_bert_kwargs(backbone, allow_gelu_approximation)
     check_replaceable(os.path.abspath(folder))  # before the slow part
     if vocab_file is not None:
-        if not os.path.isfile(vocab_file):
-            raise ValueError(f"{vocab_file}: no such vocabulary file.")
-        size = len(load_vocab(vocab_file))
-        if size != backbone.bert_config.vocab_size:
-            raise ValueError(f"{vocab_file} holds {size} tokens; the model's vocab_size is "
-                             f"{backbone.bert_config.vocab_size}.")
+        _check_vocab_size(vocab_file, backbone.bert_config.vocab_size)
     keras_hub = keras_hub_module()
 
-    hub = keras_hub.models.BertBackbone(**kwargs, dtype="float32")
-    slots = _hub_bert_slots(hub)
-    check_covered(hub, [variable for _, variable, _ in slots], "save_keras_hub_preset")
-    originals = google_names.get_original_weights(backbone)
-    for name, variable, _ in slots:
-        # Every change of layout is a reshape (see `_hub_bert_slots`).
-        assign_checked(variable, originals[name], name, "save_keras_hub_preset")
-    tokenizer = None
-    if vocab_file is not None:
-        try:
-            tokenizer = keras_hub.models.BertTokenizer(
-                vocabulary=vocab_file, lowercase=do_lower_case, strip_accents=do_lower_case)
-        except ValueError as e:  # e.g. a special token missing from the vocabulary
-            raise ValueError(f"{vocab_file}: keras-hub's BertTokenizer refuses it: {e}") from None
+    hub = _hub_backbone_with_weights(keras_hub, kwargs, backbone)
+    tokenizer = (None if vocab_file is None
+                 else _hub_tokenizer(keras_hub, vocab_file, do_lower_case))
 
     def write(tmp):
         hub.save_to_preset(tmp)
@@ -278,3 +275,36 @@ def save_keras_hub_preset(model, folder, vocab_file, do_lower_case=True,
             tokenizer.save_to_preset(tmp)
 
     write_preset_atomic(folder, write)
+
+
+def _check_vocab_size(vocab_file, vocab_size):
+    """`ValueError` unless `vocab_file` exists and holds `vocab_size` tokens."""
+    if not os.path.isfile(vocab_file):
+        raise ValueError(f"{vocab_file}: no such vocabulary file.")
+    size = len(load_vocab(vocab_file))
+    if size != vocab_size:
+        raise ValueError(f"{vocab_file} holds {size} tokens; the model's vocab_size is "
+                         f"{vocab_size}.")
+
+
+def _hub_backbone_with_weights(keras_hub, kwargs, backbone):
+    """keras-hub's float32 `BertBackbone(**kwargs)` holding `backbone`'s
+    weights, each assigned through its Google name with its shape checked."""
+    hub = keras_hub.models.BertBackbone(**kwargs, dtype="float32")
+    slots = _hub_bert_slots(hub)
+    check_covered(hub, [variable for _, variable, _ in slots], "save_keras_hub_preset")
+    originals = google_names.get_original_weights(backbone)
+    for name, variable, _ in slots:
+        # Every change of layout is a reshape (see `_hub_bert_slots`).
+        assign_checked(variable, originals[name], name, "save_keras_hub_preset")
+    return hub
+
+
+def _hub_tokenizer(keras_hub, vocab_file, do_lower_case):
+    """keras-hub's `BertTokenizer` of `vocab_file`; its refusal as a
+    `ValueError` naming the file."""
+    try:
+        return keras_hub.models.BertTokenizer(
+            vocabulary=vocab_file, lowercase=do_lower_case, strip_accents=do_lower_case)
+    except ValueError as e:  # e.g. a special token missing from the vocabulary
+        raise ValueError(f"{vocab_file}: keras-hub's BertTokenizer refuses it: {e}") from None

@@ -120,13 +120,7 @@ def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=
     >>> export_elmo_task_saved_model(classifier, "export/saved_model", labels=["neg", "pos"])
     ['serving_default', 'serving_text', 'serving_tokens']
     """
-    if not isinstance(model, ElmoTaskModel):
-        raise ValueError(f"Cannot export {type(model).__name__}: expected an ELMo task model "
-                         "(ElmoClassifier, ElmoPairClassifier, ElmoTokenTagger).")
-    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or (
-            max_seq_length < 3):
-        raise ValueError("`max_seq_length` must be an integer >= 3 (<S>, a word, </S>). "
-                         f"Received: max_seq_length={max_seq_length!r}.")
+    _check_exported(model, max_seq_length)
     module = _ElmoTaskServing(model, max_seq_length - 2)
     with_labels(module, model, labels)
     rank = len(model.input[INPUT_NAME].shape)
@@ -136,18 +130,8 @@ def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=
     def serving_default(char_ids):
         return module.outputs(char_ids)
 
-    if rank == 3:
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
-        def serving_tokens(tokens):
-            return module.token_outputs(checked_texts({"tokens": tokens}, rank=2)["tokens"])
-    else:
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
-                                      tf.TensorSpec([None, None], tf.string, name="tokens_b")])
-        def serving_tokens(tokens_a, tokens_b):
-            tokens = checked_texts({"tokens_a": tokens_a, "tokens_b": tokens_b}, rank=2)
-            return module.pair_token_outputs(tokens["tokens_a"], tokens["tokens_b"])
-
-    signatures = {"serving_default": serving_default, "serving_tokens": serving_tokens}
+    signatures = {"serving_default": serving_default,
+                  "serving_tokens": _tokens_signature(module, rank)}
     if isinstance(model, ElmoClassifier):
         @tf.function(autograph=False,
                      input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -166,3 +150,31 @@ def export_elmo_task_saved_model(model, export_dir, labels=None, max_seq_length=
         signatures["serving_text_pair"] = serving_text_pair
     save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)
+
+
+def _check_exported(model, max_seq_length):
+    """`ValueError` unless `model` is an ELMo task model and `max_seq_length`
+    an integer of at least 3."""
+    if not isinstance(model, ElmoTaskModel):
+        raise ValueError(f"Cannot export {type(model).__name__}: expected an ELMo task model "
+                         "(ElmoClassifier, ElmoPairClassifier, ElmoTokenTagger).")
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or (
+            max_seq_length < 3):
+        raise ValueError("`max_seq_length` must be an integer >= 3 (<S>, a word, </S>). "
+                         f"Received: max_seq_length={max_seq_length!r}.")
+
+
+def _tokens_signature(module, rank):
+    """`serving_tokens`: `tokens` `(B, W)`, or `tokens_a` and `tokens_b` for
+    a pair model (`rank` 4, char ids `(B, 2, T, C)`), read as words."""
+    if rank == 3:
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens")])
+        def serving_tokens(tokens):
+            return module.token_outputs(checked_texts({"tokens": tokens}, rank=2)["tokens"])
+    else:
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.string, name="tokens_a"),
+                                      tf.TensorSpec([None, None], tf.string, name="tokens_b")])
+        def serving_tokens(tokens_a, tokens_b):
+            tokens = checked_texts({"tokens_a": tokens_a, "tokens_b": tokens_b}, rank=2)
+            return module.pair_token_outputs(tokens["tokens_a"], tokens["tokens_b"])
+    return serving_tokens

@@ -139,6 +139,17 @@ def load_gpt_checkpoint(folder, dtype=None):
     variables = gpt_hf_variables(backbone)
     prefix = LM_PREFIX if any(k.startswith(LM_PREFIX) for k in tensors) else ""
 
+    values, head = _sorted_tensors(tensors, variables, prefix, config, source)
+    _check_complete(values, head, variables, prefix, source)
+    for name, variable in variables.items():
+        variable.assign(values[name])
+    return backbone
+
+
+def _sorted_tensors(tensors, variables, prefix, config, source):
+    """`({name: value} of the weights, the tied LM head or None)`: the
+    checkpoint's tensors by their `OpenAIGPTModel` names, the buffers checked
+    and dropped, anything else refused."""
     values, head = {}, None
     for key in sorted(tensors):
         name = key[len(prefix):] if key.startswith(prefix) else None
@@ -152,6 +163,13 @@ def load_gpt_checkpoint(folder, dtype=None):
                 f"openai-gpt model (per {CONFIG_FILE}) has no place for it.")
     if TOKEN_TABLE not in values and head is not None:
         values[TOKEN_TABLE], head = head, None  # transformers kept the other copy of the tie
+    return values, head
+
+
+def _check_complete(values, head, variables, prefix, source):
+    """`ValueError` naming the first weight of `variables` missing from
+    `values` or of another shape, or a tied `head` that differs from the
+    token table."""
     missing = [prefix + name for name in variables if name not in values]
     if missing:
         raise ValueError(
@@ -166,9 +184,6 @@ def load_gpt_checkpoint(folder, dtype=None):
         raise ValueError(
             f"{source}: {TIED_HEAD!r} should be tied to {prefix + TOKEN_TABLE!r} but differs "
             "from it; GPT's LM head is the token-embedding table itself.")
-    for name, variable in variables.items():
-        variable.assign(values[name])
-    return backbone
 
 
 def save_gpt_checkpoint(backbone, folder, vocab_files=None):

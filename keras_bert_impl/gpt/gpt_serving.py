@@ -194,13 +194,8 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
         The names of the signatures written.
     """
     backbone = _backbone_of(model)
-    tokenizer = special = None
+    tokenizer, special = _text_tokenizer(model, vocab_file, merges_file, max_seq_length)
     rank = len(model.input["input_word_ids"].shape)
-    if vocab_file and merges_file and isinstance(model, GptClassifier):
-        tokenizer, special = _classifier_tokenizer(model, vocab_file, merges_file,
-                                                   max_seq_length)
-    elif vocab_file and merges_file and not isinstance(model, GptTaskModel):
-        tokenizer = GraphGptTokenizer(vocab_file, merges_file)
     module = _GptServing(model, backbone, tokenizer, max_seq_length, special, head_branches)
     with_labels(module, model, labels)
 
@@ -209,21 +204,43 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
     def serving_default(inputs):
         return module.outputs(inputs)
 
-    signatures = {"serving_default": serving_default}
+    signatures = {"serving_default": serving_default, **_text_signatures(module)}
+    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
+        save_module_atomic(module, export_dir, signatures)
+    return sorted(signatures)
+
+
+def _text_tokenizer(model, vocab_file, merges_file, max_seq_length):
+    """`(GraphGptTokenizer or None, FineTuningIds or None)` of the text
+    signatures: both for a classifier (`_classifier_tokenizer`), the
+    tokenizer alone for a backbone or LM, neither for the other task models
+    or without both files."""
+    if vocab_file and merges_file and isinstance(model, GptClassifier):
+        return _classifier_tokenizer(model, vocab_file, merges_file, max_seq_length)
+    if vocab_file and merges_file and not isinstance(model, GptTaskModel):
+        return GraphGptTokenizer(vocab_file, merges_file), None
+    return None, None
+
+
+def _text_signatures(module):
+    """The text signatures of `module` (`{name: tf.function}`, maybe empty):
+    an LM's `serving_text`, a classifier's `serving_text` (not for a
+    similarity one) and `serving_text_pair`."""
+    signatures = {}
     text_spec = tf.TensorSpec([None], tf.string, name="text")
-    if tokenizer is not None and special is None:
+    if module.tokenizer is not None and module.special is None:
         @tf.function(autograph=False, input_signature=[text_spec])
         def serving_text(text):
             return module.text_outputs(checked_texts({"text": text})["text"])
 
         signatures["serving_text"] = serving_text
-    if special is not None and not module.similarity:
+    if module.special is not None and not module.similarity:
         @tf.function(autograph=False, input_signature=[text_spec])
         def classifier_text(text):
             return module.classifier_text_outputs(checked_texts({"text": text})["text"])
 
         signatures["serving_text"] = classifier_text
-    if special is not None:
+    if module.special is not None:
         @tf.function(autograph=False, input_signature=[
             tf.TensorSpec([None], tf.string, name="text_a"),
             tf.TensorSpec([None], tf.string, name="text_b")])
@@ -232,6 +249,4 @@ def export_gpt_saved_model(model, export_dir, vocab_file=None, merges_file=None,
             return module.classifier_text_outputs(texts["text_a"], texts["text_b"])
 
         signatures["serving_text_pair"] = serving_text_pair
-    with traced_in_row_branches(row_branches):  # the signatures are traced as they are saved
-        save_module_atomic(module, export_dir, signatures)
-    return sorted(signatures)
+    return signatures

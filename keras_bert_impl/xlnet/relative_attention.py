@@ -183,14 +183,9 @@ class RelativeAttention(NamedConfig, keras.layers.Layer):
         return keras.ops.unstack(y, parts, axis=0)
 
     def call(self, content, positions, biases, masks, memory=None, query=None, training=None):
-        h, n, d = self.d_model, self.n_head, self.d_head
+        n, d = self.n_head, self.d_head
         dtype = self.compute_dtype
-        # 1/sqrt(D) folded into the query columns of the kernel (H x 3ND), so
-        # no pass over the (B, N, Q, D) queries scales them, nor their gradient.
-        column_scale = keras.ops.concatenate([keras.ops.full((n * d,), d**-0.5),
-                                              keras.ops.ones((2 * n * d,))])
-        kernel = keras.ops.cast(keras.ops.reshape(self.query_key_value, (h, 3 * n * d)), dtype)
-        kernel = kernel * keras.ops.cast(column_scale, dtype)  # queries come out / sqrt(D)
+        kernel = self._scaled_kernel()  # (H, 3ND), queries come out / sqrt(D)
         if memory is None:
             q, k, v = self._heads(content, kernel, 3)  # (B, N, L, D), keys K = L
         else:
@@ -198,12 +193,7 @@ class RelativeAttention(NamedConfig, keras.layers.Layer):
             keys = keras.ops.concatenate([keras.ops.cast(memory, dtype), content], axis=1)
             k, v = self._heads(keys, kernel[:, n * d:], 2)  # (B, N, K, D)
         klen = keras.ops.shape(k)[2]
-        # Position keys: one (S*R, H) @ (H, N*D) product for the whole batch.
-        streams, r = keras.ops.shape(positions)[0], keras.ops.shape(positions)[1]
-        r_kernel = keras.ops.cast(keras.ops.reshape(self.position_kernel, (h, n * d)), dtype)
-        k_r = keras.ops.matmul(keras.ops.reshape(positions, (-1, h)), r_kernel)  # (S*R, N*D)
-        k_r = keras.ops.reshape(k_r, (streams, r, n, d))
-        k_r = keras.ops.transpose(k_r, (0, 2, 3, 1))  # (S, N, D, R)
+        k_r = self._position_keys(positions)  # (S, N, D, R)
         k_t = keras.ops.swapaxes(k, -1, -2)  # (B, N, D, K)
         # (q + bias) / sqrt(D) = q / sqrt(D) + bias / sqrt(D): the biases
         # (N, D) are scaled, the queries came out of the kernel scaled.
@@ -245,6 +235,29 @@ class RelativeAttention(NamedConfig, keras.layers.Layer):
         # Rows of target_mapping that pick no position (padding) attend to nothing.
         context = context * keras.ops.cast(masks["query_valid"], dtype)  # (B, N, P, D)
         return content_out, self._output(context)
+
+    def _scaled_kernel(self):
+        """The q, k, v kernel as `(H, 3 * N * D)` in the compute dtype, its
+        query columns times 1/sqrt(D)."""
+        h, n, d = self.d_model, self.n_head, self.d_head
+        dtype = self.compute_dtype
+        # 1/sqrt(D) folded into the query columns of the kernel (H x 3ND), so
+        # no pass over the (B, N, Q, D) queries scales them, nor their gradient.
+        column_scale = keras.ops.concatenate([keras.ops.full((n * d,), d**-0.5),
+                                              keras.ops.ones((2 * n * d,))])
+        kernel = keras.ops.cast(keras.ops.reshape(self.query_key_value, (h, 3 * n * d)), dtype)
+        return kernel * keras.ops.cast(column_scale, dtype)  # queries come out / sqrt(D)
+
+    def _position_keys(self, positions):
+        """`(S, R, H)` position encodings -> `(S, N, D, R)` position keys."""
+        h, n, d = self.d_model, self.n_head, self.d_head
+        # Position keys: one (S*R, H) @ (H, N*D) product for the whole batch.
+        streams, r = keras.ops.shape(positions)[0], keras.ops.shape(positions)[1]
+        r_kernel = keras.ops.cast(keras.ops.reshape(self.position_kernel, (h, n * d)),
+                                  self.compute_dtype)
+        k_r = keras.ops.matmul(keras.ops.reshape(positions, (-1, h)), r_kernel)  # (S*R, N*D)
+        k_r = keras.ops.reshape(k_r, (streams, r, n, d))
+        return keras.ops.transpose(k_r, (0, 2, 3, 1))  # (S, N, D, R)
 
     def _position_scores(self, queries, k_r):
         """`(B, N, Q, D)` x `(S, N, D, R)` -> `(B, N, Q, R)`; with S = 2 the

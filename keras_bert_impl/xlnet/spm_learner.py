@@ -90,6 +90,22 @@ def learn_sentencepiece(
     >>> XLNetTokenizer(path).cls_id
     3
     """
+    files = _checked_arguments(files, vocab_size, model_type)
+    os.makedirs(output_dir, exist_ok=True)
+    work = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-spm-")
+    try:
+        prefix = os.path.join(work, "spiece")
+        _train(prefix, files, vocab_size, progress, model_type=model_type,
+               do_lower_case=do_lower_case, character_coverage=character_coverage,
+               input_sentence_size=input_sentence_size, num_threads=num_threads)
+        return _move_into(output_dir, prefix)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _checked_arguments(files, vocab_size, model_type):
+    """`files` as a list of str paths, after the checks of `model_type`,
+    the files (each must exist) and `vocab_size` (above the fixed pieces)."""
     if model_type not in MODEL_TYPES:
         raise ValueError(f"`model_type` must be one of {MODEL_TYPES}. Received: {model_type!r}.")
     if isinstance(files, (str, os.PathLike)):
@@ -103,59 +119,70 @@ def learn_sentencepiece(
         raise ValueError(
             f"`vocab_size` must be an int above the {NUM_FIXED_PIECES} fixed pieces. "
             f"Received: vocab_size={vocab_size!r}.")
-    os.makedirs(output_dir, exist_ok=True)
-    work = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-spm-")
-    steps = contextlib.ExitStack()  # the training's `timed`, entered once every line is read
+    return files
 
-    def lines():
-        # The files' size (a gzip file's is not its text's): the lines' bytes come to it.
-        size = None if any(f.endswith(".gz") for f in files) else sum(map(os.path.getsize, files))
-        reading = progress.meter("Reading text for SentencePiece", total=size, unit="MB",
-                                 scale=1e-6) if progress else None
-        read = count = 0
-        for line in read_text_lines(files):
-            text = preprocess_text(line, do_lower_case)
-            if text:
-                count += 1
-                yield text
-            if reading:
-                read += len(line.encode()) + 1
-                reading.update(read, lines=count)
+
+def _training_lines(files, do_lower_case, vocab_size, progress, steps):
+    """The training text: `files`' lines after `preprocess_text`, empty ones
+    skipped. With `progress`, the bytes read are metered, and once every
+    line is read `steps` enters the training's `timed`."""
+    # The files' size (a gzip file's is not its text's): the lines' bytes come to it.
+    size = None if any(f.endswith(".gz") for f in files) else sum(map(os.path.getsize, files))
+    reading = progress.meter("Reading text for SentencePiece", total=size, unit="MB",
+                             scale=1e-6) if progress else None
+    read = count = 0
+    for line in read_text_lines(files):
+        text = preprocess_text(line, do_lower_case)
+        if text:
+            count += 1
+            yield text
         if reading:
-            reading.finish(lines=count)
-            steps.enter_context(progress.timed(f"Training SentencePiece ({vocab_size} pieces)"))
+            read += len(line.encode()) + 1
+            reading.update(read, lines=count)
+    if reading:
+        reading.finish(lines=count)
+        steps.enter_context(progress.timed(f"Training SentencePiece ({vocab_size} pieces)"))
 
+
+def _train(prefix, files, vocab_size, progress, model_type, do_lower_case, character_coverage,
+           input_sentence_size, num_threads):
+    """SentencePiece's training with XLNet's flags, writing `prefix` + `.model`
+    and `.vocab`; its `RuntimeError` (too few pieces in the text, ...) as a
+    `ValueError` naming the files."""
+    steps = contextlib.ExitStack()  # the training's `timed`, entered once every line is read
     try:
-        prefix = os.path.join(work, "spiece")
-        try:
-            with steps:
-                sentencepiece.SentencePieceTrainer.train(
-                    sentence_iterator=lines(),
-                    model_prefix=prefix,
-                    vocab_size=vocab_size,
-                    model_type=model_type,
-                    character_coverage=character_coverage,
-                    control_symbols=list(CONTROL_SYMBOLS),
-                    user_defined_symbols=list(USER_DEFINED_SYMBOLS),
-                    shuffle_input_sentence=True,
-                    input_sentence_size=input_sentence_size,
-                    split_by_whitespace=True,
-                    unk_id=XLNET_SPECIAL_IDS["<unk>"],
-                    bos_id=XLNET_SPECIAL_IDS["<s>"],
-                    eos_id=XLNET_SPECIAL_IDS["</s>"],
-                    pad_id=-1,  # <pad> is a control symbol, at id 5
-                    num_threads=num_threads or os.cpu_count() or 1,
-                    minloglevel=2,
-                )
-        except RuntimeError as error:
-            raise ValueError(
-                f"SentencePiece could not learn {vocab_size} pieces from {files}: {error}"
-            ) from None
-        paths = []
-        for suffix in (".vocab", ".model"):  # the model last: its presence means done
-            path = os.path.join(output_dir, "spiece" + suffix)
-            os.replace(prefix + suffix, path)
-            paths.append(path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        with steps:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=_training_lines(files, do_lower_case, vocab_size, progress,
+                                                  steps),
+                model_prefix=prefix,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                control_symbols=list(CONTROL_SYMBOLS),
+                user_defined_symbols=list(USER_DEFINED_SYMBOLS),
+                shuffle_input_sentence=True,
+                input_sentence_size=input_sentence_size,
+                split_by_whitespace=True,
+                unk_id=XLNET_SPECIAL_IDS["<unk>"],
+                bos_id=XLNET_SPECIAL_IDS["<s>"],
+                eos_id=XLNET_SPECIAL_IDS["</s>"],
+                pad_id=-1,  # <pad> is a control symbol, at id 5
+                num_threads=num_threads or os.cpu_count() or 1,
+                minloglevel=2,
+            )
+    except RuntimeError as error:
+        raise ValueError(
+            f"SentencePiece could not learn {vocab_size} pieces from {files}: {error}"
+        ) from None
+
+
+def _move_into(output_dir, prefix):
+    """Renames the trained `prefix` + `.vocab`, then `.model`, to
+    `output_dir`'s `spiece.vocab` and `spiece.model`; returns the model's path."""
+    paths = []
+    for suffix in (".vocab", ".model"):  # the model last: its presence means done
+        path = os.path.join(output_dir, "spiece" + suffix)
+        os.replace(prefix + suffix, path)
+        paths.append(path)
     return paths[-1]

@@ -50,6 +50,26 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     Returns:
         The names of the signatures written.
     """
+    config, backbone, plm = _served_pretrainer(model)
+    tokenizer = None
+    if spm_file:
+        tokenizer = GraphXLNetTokenizer(spm_file, do_lower_case=do_lower_case)
+    module = tf.Module()
+    module.plm = plm
+    module.tokenizer = tokenizer
+    ids_spec, float_spec = _input_specs()
+    streams = _streams_function(backbone, plm, ids_spec, float_spec)
+    signatures = _ids_signatures(config, streams, ids_spec, float_spec)
+    if tokenizer is not None:
+        signatures["serving_text"] = _text_signature(tokenizer, signatures["serving_default"],
+                                                     ids_spec, max_seq_length)
+    save_module_atomic(module, export_dir, signatures)
+    return sorted(signatures)
+
+
+def _served_pretrainer(model):
+    """`(config, backbone, XLNetPretrainer)`: a stateless float32 copy of
+    `model` (no memory, no dropout, no `bi_data`) with its weights."""
     # bi_data off: pretraining's backward half-batch is a data layout, not
     # part of the model; served rows all read forwards, any batch size.
     config = model.backbone.xlnet_config.replace(mem_len=None, reuse_len=None, dropout=0.0,
@@ -58,18 +78,22 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
     backbone.set_weights(model.backbone.get_weights())  # memory adds no weights
     plm = XLNetPretrainer(backbone)
     plm.lm_bias.assign(model.lm_bias)
-    tokenizer = None
-    if spm_file:
-        tokenizer = GraphXLNetTokenizer(spm_file, do_lower_case=do_lower_case)
-    module = tf.Module()
-    module.plm = plm
-    module.tokenizer = tokenizer
+    return config, backbone, plm
 
+
+def _input_specs():
+    """`(ids_spec, float_spec)`: the int32 `(B, L)` ids and the float32
+    `perm_mask` and `target_mapping` of the signatures."""
     float_spec = {"perm_mask": tf.TensorSpec([None, None, None], tf.float32, name="perm_mask"),
                   "target_mapping": tf.TensorSpec([None, None, None], tf.float32,
                                                   name="target_mapping")}
     ids_spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
                 for name in ("input_word_ids", "input_type_ids", "input_mask")}
+    return ids_spec, float_spec
+
+
+def _streams_function(backbone, plm, ids_spec, float_spec):
+    """Both streams as one `tf.function`: `sequence_output` and `plm_logits`."""
 
     # Both streams, traced once: serving_default and serving_plm call this
     # function (a call op in their graphs) rather than each tracing the
@@ -82,6 +106,13 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
         logits = backbone.word_embedding(out["query_output"], reverse=True)  # (B, P, V)
         return {"sequence_output": out["sequence_output"],
                 "plm_logits": tf.cast(logits, tf.float32) + plm.lm_bias}
+
+    return streams
+
+
+def _ids_signatures(config, streams, ids_spec, float_spec):
+    """`{"serving_default": ..., "serving_plm": ...}`, each checking its
+    request and calling `streams`."""
 
     def content(inputs):
         inputs = checked_xlnet_ids(inputs, config)
@@ -112,15 +143,18 @@ def export_xlnet_pretrainer_saved_model(model, export_dir, spm_file=None, do_low
                        "target_mapping": target_mapping})
         return {"plm_logits": out["plm_logits"]}  # (B, P, V)
 
-    signatures = {"serving_default": serving_default, "serving_plm": serving_plm}
-    if tokenizer is not None:
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        def serving_text(text):
-            text = checked_texts({"text": text})["text"]
-            packed = tokenizer.pack(tokenizer(text), max_length=max_seq_length)
-            # serving_default's trace, called: the backbone is traced once for both.
-            return {**packed, **serving_default({name: packed[name] for name in ids_spec})}
+    return {"serving_default": serving_default, "serving_plm": serving_plm}
 
-        signatures["serving_text"] = serving_text
-    save_module_atomic(module, export_dir, signatures)
-    return sorted(signatures)
+
+def _text_signature(tokenizer, serving_default, ids_spec, max_seq_length):
+    """`serving_text`: `text` `(B,)` tokenized and packed in the graph, then
+    `serving_default`'s outputs of the packed ids."""
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serving_text(text):
+        text = checked_texts({"text": text})["text"]
+        packed = tokenizer.pack(tokenizer(text), max_length=max_seq_length)
+        # serving_default's trace, called: the backbone is traced once for both.
+        return {**packed, **serving_default({name: packed[name] for name in ids_spec})}
+
+    return serving_text

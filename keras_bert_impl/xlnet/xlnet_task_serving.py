@@ -44,8 +44,6 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
     Returns:
         The names of the signatures written.
     """
-
-
     if not isinstance(model, XLNetTaskModel):
         raise ValueError(f"Cannot export {type(model).__name__}: expected an XLNet task model "
                          "(XLNetClassifier, XLNetQuestionAnswerer, ...).")
@@ -68,26 +66,30 @@ def export_xlnet_task_saved_model(model, export_dir, spm_file=None, do_lower_cas
 
     signatures = {"serving_default": serving_default}
     if spm_file and rank == 2:
-
         module.tokenizer = GraphXLNetTokenizer(spm_file, do_lower_case=do_lower_case)
-
-        def text_outputs(text_a, text_b=None):
-            tokenizer = module.tokenizer
-            ids_b = None if text_b is None else tokenizer(text_b)
-            packed = tokenizer.pack(tokenizer(text_a), ids_b, max_seq_length)
-            # serving_default's trace, called: the model is traced once for all.
-            return {**packed, **serving_default({name: packed[name] for name in INPUT_NAMES})}
-
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-        def serving_text(text):
-            return text_outputs(checked_texts({"text": text})["text"])
-
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                      tf.TensorSpec([None], tf.string, name="text_b")])
-        def serving_text_pair(text_a, text_b):
-            texts = checked_texts({"text_a": text_a, "text_b": text_b})
-            return text_outputs(texts["text_a"], texts["text_b"])
-
-        signatures.update(serving_text=serving_text, serving_text_pair=serving_text_pair)
+        signatures.update(_text_signatures(module.tokenizer, serving_default, max_seq_length))
     save_module_atomic(module, export_dir, signatures)
     return sorted(signatures)
+
+
+def _text_signatures(tokenizer, serving_default, max_seq_length):
+    """`serving_text` and `serving_text_pair`: the texts tokenized and packed
+    in the graph, then `serving_default`'s outputs of the packed ids."""
+
+    def text_outputs(text_a, text_b=None):
+        ids_b = None if text_b is None else tokenizer(text_b)
+        packed = tokenizer.pack(tokenizer(text_a), ids_b, max_seq_length)
+        # serving_default's trace, called: the model is traced once for all.
+        return {**packed, **serving_default({name: packed[name] for name in INPUT_NAMES})}
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def serving_text(text):
+        return text_outputs(checked_texts({"text": text})["text"])
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                  tf.TensorSpec([None], tf.string, name="text_b")])
+    def serving_text_pair(text_a, text_b):
+        texts = checked_texts({"text_a": text_a, "text_b": text_b})
+        return text_outputs(texts["text_a"], texts["text_b"])
+
+    return {"serving_text": serving_text, "serving_text_pair": serving_text_pair}

@@ -49,6 +49,7 @@ class BertRecipe(PretrainRecipe):
     checkpoint_formats = ("hf", "google", "keras", "keras_hub")
     typed_size_with_checkpoint = True
     records_hold_casing = True
+    ablations = ABLATIONS
 
     def __init__(self, cfg, init=None, records_prefix=""):
         super().__init__(cfg, init)
@@ -61,11 +62,6 @@ class BertRecipe(PretrainRecipe):
         self.check_positions(self._config())  # the size, read and checked before anything is written
         self.preset = init.typed if init else cfg.preset
         self.ablation = _objective(cfg.ablation, cfg.input_format)
-
-    def check_ablation(self):
-        if self.cfg.ablation not in ABLATIONS:
-            raise SystemExit(f"--ablation={self.cfg.ablation!r} is not one of BERT's: "
-                             f"{', '.join(repr(a) for a in ABLATIONS)}.")
 
     def _config(self):
         """The model's `BertConfig` from `--config_file` or `--preset` (its
@@ -131,8 +127,9 @@ class BertRecipe(PretrainRecipe):
         steps = _steps()
         results = {}
         if heldout_source:
-            heldout = self.read_once(heldout_source, cfg.global_batch_size, model_config)
-            train = self.read_once(train_source, 256, model_config)
+            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+                                   repeat=False, shuffle=False)  # read once, in order
+            train = self.dataset(train_source, 256, model_config, repeat=False, shuffle=False)
             results = steps.heldout_scores(model, heldout, train, model_config.vocab_size,
                                            self.ablation)
         text = heldout_text(cfg)

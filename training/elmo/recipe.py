@@ -112,7 +112,8 @@ class ElmoRecipe(PretrainRecipe):
         """Held-out perplexity against the unigram model of the training targets."""
         if not heldout_source:
             return {}
-        heldout = self.read_once(heldout_source, self.cfg.global_batch_size, model_config)
+        heldout = self.dataset(heldout_source, self.cfg.global_batch_size, model_config,
+                               repeat=False, shuffle=False)  # read once, in order
         return _steps().heldout_scores(model, heldout, train_source)
 
     def export(self, model, vocab_file, export_dir):

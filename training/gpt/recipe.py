@@ -86,8 +86,10 @@ class GptRecipe(PretrainRecipe):
         steps = _steps()
         results = {}
         if heldout_source:
-            heldout = self.read_once(heldout_source, cfg.global_batch_size, model_config)
-            train = self.read_once(train_source, cfg.global_batch_size, model_config)
+            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+                                   repeat=False, shuffle=False)  # read once, in order
+            train = self.dataset(train_source, cfg.global_batch_size, model_config,
+                                 repeat=False, shuffle=False)  # read once, in order
             results = steps.heldout_scores(model, heldout, train, model_config.vocab_size)
         text = heldout_text(cfg)
         if vocab_file and cfg.fill_mask_examples and text:

@@ -5,8 +5,12 @@ choose code by a model's name.
 
 A family's recipe is the `RECIPE` of `training/<family>/recipe.py`, a
 `PretrainRecipe` built from the run's config (and the `InitCheckpoint` it
-continues from). Its methods are the run's steps: `prepare_data`,
-`vocab_size`, `build_model`, `dataset`, `evaluate` and `export`. Its class
+continues from). Its methods are what the run
+(`training.pretraining.command`) asks of it: the data hooks that
+`command.recipes.prepare_data` calls (`given_records`, `learned_vocab`,
+`side_writer`, `records_folder`), then `vocab_size`, `build_model`,
+`dataset`, `evaluate` and `export`; they never call back up into the
+run. Its class
 attributes say what the family takes and does, so that the command, the
 checks and the Table 5 driver ask the recipe instead of naming the model.
 The steps that run TensorFlow are the family's
@@ -17,9 +21,6 @@ first, and a bad flag stops in a moment).
 
 import os
 
-from tf_records.manifest import MANIFEST_FILE
-from training.pretraining.common import records_input
-from training.pretraining.common import text_sources
 from training.run.config_flags import family_recipe
 
 # --model -> the module whose RECIPE pretrains it.
@@ -30,16 +31,6 @@ FAMILIES = {"bert": "training.bert.recipe", "gpt": "training.gpt.recipe",
 def pretrain_recipe(model):
     """The family's `PretrainRecipe` class; `SystemExit` naming `--model` for another name."""
     return family_recipe(FAMILIES, model)
-
-
-def make_recipe(cfg, init=None):
-    """The recipe of `cfg.model` for this run (`init`: the `InitCheckpoint`
-    continued from), its flags checked before anything is written."""
-    family = pretrain_recipe(cfg.model)
-    if not family.takes_input_format and cfg.input_format != "segment_pair":
-        raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
-                         f"(--model=bert); --model={cfg.model} writes its own.")
-    return family(cfg, init)
 
 
 def has_manifest(source):
@@ -91,43 +82,18 @@ class PretrainRecipe:
     evaluates_at_start = True
     # The records folders in the run's data folder: "<side>_<records_name>".
     records_name = "records"
+    # --ablation: the names it takes ("" the full objective); () : none (BERT's alone).
+    ablations = ()
 
     def __init__(self, cfg, init=None):
         self.cfg = cfg
         self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None
-        self.check_ablation()
-
-    def check_ablation(self):
-        """`SystemExit` for an --ablation, which only BERT has."""
-        if self.cfg.ablation:
-            raise SystemExit(f"--ablation={self.cfg.ablation!r} is an option of BERT "
+        if cfg.ablation and not self.ablations:
+            raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT "
                              f"(--model=bert); {self.name} has none.")
-
-    def prepare_data(self):
-        """-> (train records, held-out records or None, vocabulary file or None).
-
-        `--input`'s TFRecords as they are (`given_records`); text (the
-        default corpus without `--input`) is written once into the run's data
-        folder, with the vocabulary learned from it unless `--vocab_file`
-        names one (`learned_vocab`): each side by the family's
-        `side_writer`, unless an earlier start of this run wrote it.
-        """
-        cfg = self.cfg
-        given = records_input(cfg)
-        if given:
-            return self.given_records(given)
-        data_dir, train_files, heldout_files = text_sources(cfg)
-        vocab_file = cfg.vocab_file or self.learned_vocab(data_dir, train_files)
-        sides = {"train": train_files, "heldout": heldout_files}
-        write = self.side_writer(data_dir, vocab_file, sides)
-        sources = {}
-        for side, files in sides.items():
-            if not files:
-                continue
-            folder = self.records_folder(data_dir, side)
-            if os.path.exists(os.path.join(folder, MANIFEST_FILE)) or write(side, files, folder):
-                sources[side] = folder
-        return sources["train"], sources.get("heldout"), vocab_file
+        if self.ablations and cfg.ablation not in self.ablations:
+            raise SystemExit(f"--ablation={cfg.ablation!r} is not one of {self.name}'s: "
+                             f"{', '.join(repr(a) for a in self.ablations)}.")
 
     def given_records(self, given):
         """`prepare_data`'s answer for `--input`'s TFRecords: `given`,
@@ -148,10 +114,6 @@ class PretrainRecipe:
     def records_folder(self, data_dir, side):
         """Where `side`'s ("train", "heldout") records are written."""
         return os.path.join(data_dir, f"{side}_{self.records_name}")
-
-    def read_once(self, source, batch_size, model_config):
-        """`source`'s batches in order, read once (for evaluation)."""
-        return self.dataset(source, batch_size, model_config, repeat=False, shuffle=False)
 
     @staticmethod
     def check_vocab_file(path):

@@ -266,7 +266,8 @@ class XLNetRecipe(PretrainRecipe):
         steps = _steps()
         results = {}
         if heldout_source:
-            heldout = self.read_once(heldout_source, self._streams(heldout_source), model_config)
+            heldout = self.dataset(heldout_source, self._streams(heldout_source), model_config,
+                                   repeat=False, shuffle=False)  # read once, in order
             results = steps.heldout_scores(model, heldout, train_source, model_config.vocab_size,
                                            self.schema)
         text = heldout_text(cfg)

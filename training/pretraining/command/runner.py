@@ -1,6 +1,6 @@
 """`python -m training.pretrain`'s run, in its steps: resolve the config
 (`training.pretraining.resolve`), open the output folder, start Keras under
-the strategy, write or check the data, fit (`training.pretraining.loop`),
+the strategy, write or check the data, fit (`training.pretraining.command.loop`),
 then evaluate on held-out data and export.
 
 The command imports this module once its console has started: TensorFlow's
@@ -19,13 +19,14 @@ from absl import logging
 from tf_records.command_line.keras_extras import freeze_imports
 from tf_records.command_line.progress import Timed
 from training.pretraining.checks import verify_records
+from training.pretraining.command.loop import train
+from training.pretraining.command.recipes import make_recipe
+from training.pretraining.command.recipes import prepare_data
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.common import write_json
 from training.pretraining.continued import START_EVALUATION
 from training.pretraining.continued import start_evaluation
-from training.pretraining.loop import train
-from training.pretraining.recipe import make_recipe
 from training.pretraining.resolve import resolve
 from training.pretraining.run_config import RUN_CONFIG
 from training.pretraining.run_config import check_run_config
@@ -130,7 +131,7 @@ def _start_keras(cfg, recipe):
 def _prepare_data(cfg, recipe, init, strategy):
     """-> `_Data`: the records written (or given) and checked shard by shard,
     a bad shard named now, not mid-run by a `DataLossError`."""
-    train_source, heldout_source, vocab_file = recipe.prepare_data()
+    train_source, heldout_source, vocab_file = prepare_data(recipe)
     for source in (train_source, heldout_source):
         verify_records(source)
     data = _Data(train_source, heldout_source, vocab_file,
@@ -146,7 +147,7 @@ def _prepare_data(cfg, recipe, init, strategy):
         cfg, max_seq_length=cfg.phase2_max_seq_length,
         max_predictions_per_seq=cfg.phase2_max_predictions_per_seq, vocab_file=vocab_file),
         init, records_prefix="phase2_")
-    phase2_train, phase2_heldout, _ = phase2_recipe.prepare_data()
+    phase2_train, phase2_heldout, _ = prepare_data(phase2_recipe)
     for source in (phase2_train, phase2_heldout):
         verify_records(source)
     return dataclasses.replace(data, phase2=(phase2_recipe, phase2_train, phase2_heldout))
