@@ -92,7 +92,11 @@ def _gpt_task(cfg, name=None):
     from training.gpt.finetune import make_gpt_task
 
     tokenizer = GptTokenizer(VOCAB, MERGES)
-    return make_gpt_task(cfg, tokenizer) if name is None else GptGlueTask(cfg, tokenizer, name)
+    if name is None:
+        return make_gpt_task(cfg, tokenizer)
+    return GptGlueTask(tokenizer, name, data_dir=cfg.data_dir, max_seq_length=cfg.max_seq_length,
+                       batch_size=cfg.batch_size, window_stride=cfg.window_stride,
+                       skip_bad_input=cfg.skip_bad_input, lm_coef=cfg.lm_coef)
 
 
 def test_gpt_classifier_text_signatures_build_the_finetuning_ids(tmp_path):

@@ -13,6 +13,17 @@ from keras_bert_impl.bert.bert_backbone import pooled_rows
 # B=batch, S=sequence, H=hidden
 
 
+def even_hidden_size(backbone):
+    """`backbone`'s hidden size H, which a BiLSTM on it splits between its
+    two directions (H/2 units each): `ValueError` when odd."""
+    hidden_size = backbone.bert_config.hidden_size
+    if hidden_size % 2:
+        raise ValueError(
+            "The BiLSTM splits `hidden_size` between its two directions, so it must be "
+            f"even. Received: hidden_size={hidden_size}.")
+    return hidden_size
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertBiLstmBackbone(BertBackbone):
     """A `BertBackbone` whose sequence output goes through a bidirectional LSTM.
@@ -58,11 +69,7 @@ class BertBiLstmBackbone(BertBackbone):
             raise ValueError(
                 "`backbone` must be a BertBackbone without a BiLSTM already. "
                 f"Received: {type(backbone).__name__}.")
-        hidden_size = backbone.bert_config.hidden_size
-        if hidden_size % 2:
-            raise ValueError(
-                "The BiLSTM splits `hidden_size` between its two directions, so it must be "
-                f"even. Received: hidden_size={hidden_size}.")
+        hidden_size = even_hidden_size(backbone)
         policy = backbone.dtype_policy
 
         # === Layers ===

@@ -9,6 +9,7 @@ from keras_bert_impl.base.backbone import with_backbone
 from keras_bert_impl.base.backbone import wrapper_config
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_backbone import BertBackbone
+from keras_bert_impl.bert.bert_bilstm_backbone import even_hidden_size
 from keras_bert_impl.bert.bert_pooler import BertPooler
 
 # B=batch, S=sequence, H=hidden, K=hidden states concatenated (at most 4)
@@ -46,11 +47,7 @@ class BertFeatureBackbone(BertBackbone):
                 backbone, BertFeatureBackbone):
             raise ValueError("`backbone` must be a BertBackbone that is not feature-based "
                              f"already. Received: {type(backbone).__name__}.")
-        hidden_size = backbone.bert_config.hidden_size
-        if hidden_size % 2:
-            raise ValueError(
-                "The BiLSTM splits `hidden_size` between its two directions, so it must be "
-                f"even. Received: hidden_size={hidden_size}.")
+        hidden_size = even_hidden_size(backbone)
         policy = backbone.dtype_policy
         backbone.trainable = False  # feature-based: BERT's weights stay fixed
 

@@ -4,9 +4,9 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.base.backbone import as_backbone
-from keras_bert_impl.base.backbone import wrapper_config
-from keras_bert_impl.base.saved_compile import compile_from_saved_config
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.backbone import sequence_inputs
+from keras_bert_impl.base.causal_lm_defaults import CausalLMDefaults
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_backbone import check_inputs
 from keras_bert_impl.bert.masked_lm_head import MaskedLMHead
@@ -27,9 +27,7 @@ def _pretrainer_graph(backbone):
     the whole backbone and gathering those rows; the last block does
     (1 + P) / S of its usual query-side work (21 of 128 rows at S=128, P=20).
     """
-    inputs = {
-        name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-    }
+    inputs = sequence_inputs(INPUT_NAMES)
     positions = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
     inputs["masked_lm_positions"] = positions
     x = backbone.embeddings(
@@ -60,16 +58,13 @@ def _masked_lm_head(backbone, hidden_act=None, layer_norm_eps=None):
     )
 
 
-class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):
-    """What the pretrainers share: input checks, config, compile restore, and
-    training batches sliced over CPU cores (`BatchSlices`)."""
+class _Pretrainer(BatchSlices, TaskModel):
+    """What the pretrainers share: input checks, training batches sliced over
+    CPU cores (`BatchSlices`), and `TaskModel`'s config and compile restore."""
 
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config, extra_names=("masked_lm_positions",))
         return super().call(inputs, training=training, mask=mask)
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
 
     def _symbolic_batch(self):
         """Targets and sample weights for every output (masked-LM weights)."""
@@ -80,13 +75,6 @@ class _Pretrainer(BatchSlices, KerasStrategyFixes, keras.Model):
             y[name] = tf.TensorSpec(shape, tf.int32)
             sample_weight[name] = tf.TensorSpec(shape, tf.float32)
         return x, y, sample_weight
-
-    def get_config(self):
-        return wrapper_config(self)
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -221,7 +209,7 @@ class BertMaskedLMPretrainer(_Pretrainer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertCausalLMPretrainer(_Pretrainer):
+class BertCausalLMPretrainer(CausalLMDefaults, _Pretrainer):
     """BERT as a left-to-right LM: the paper's "LTR & No NSP" ablation (Sec. 5.1).
 
     The backbone must be causal (`BertBackbone(..., causal=True)`): every
@@ -249,9 +237,7 @@ class BertCausalLMPretrainer(_Pretrainer):
         self.backbone = backbone
         self.masked_lm_head = _masked_lm_head(backbone)
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = sequence_inputs(INPUT_NAMES)
         sequence_output = backbone(inputs)["sequence_output"]  # (B, S, H)
         outputs = {"lm": self.masked_lm_head(sequence_output)}  # (B, S, V)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -260,16 +246,6 @@ class BertCausalLMPretrainer(_Pretrainer):
     def call(self, inputs, training=None, mask=None):
         check_inputs(inputs, self.backbone.bert_config)
         return super(_Pretrainer, self).call(inputs, training=training, mask=mask)
-
-    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
-        """Compiles with the next-token loss and accuracy by default."""
-        super().compile(
-            optimizer=optimizer,
-            loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
-            weighted_metrics=weighted_metrics
-            or {"lm": [SparseAccuracy(name="lm_accuracy")]},
-            **kwargs,
-        )
 
 
 __all__ = ["BertPretrainer", "BertMaskedLMPretrainer", "BertCausalLMPretrainer"]

@@ -39,6 +39,8 @@ import tensorflow_text as tf_text
 from keras_bert_impl.bert.wordpiece import load_vocab
 from keras_bert_impl.tokenizers.basic_tokenizer import is_punctuation
 from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.graph_pairs import keep_first
+from keras_bert_impl.tokenizers.graph_pairs import trimmed_lengths
 
 _LONG_WORD_PLACEHOLDER = "[UNK]"
 # Strings the fast path takes: printable ASCII, tab, newline, CR (other
@@ -189,16 +191,8 @@ class GraphBertTokenizer(tf.Module):
         """
         segments = [ids_a] if ids_b is None else [ids_a, ids_b]
         budget = max_length - len(segments) - 1
-        len_a = ids_a.row_lengths()
-        if ids_b is None:
-            keep_a = tf.minimum(len_a, budget)
-        else:
-            len_b = ids_b.row_lengths()
-            keep_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
-            keep_b = tf.where(len_a + len_b <= budget, len_b, keep_b)
-            keep_a = tf.where(len_a + len_b <= budget, len_a, budget - keep_b)
-            segments[1] = _keep_first(ids_b, keep_b)
-        segments[0] = _keep_first(ids_a, keep_a)
+        keep_a, keep_b = trimmed_lengths(ids_a, ids_b, budget)
+        segments = [keep_first(ids, keep) for ids, keep in zip(segments, (keep_a, keep_b))]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.cls_token_id, end_of_segment_id=self.sep_token_id
         )
@@ -209,23 +203,6 @@ class GraphBertTokenizer(tf.Module):
             "input_mask": tf.cast(mask, tf.int32),
             "input_type_ids": tf.cast(type_ids, tf.int32),
         }
-
-
-def _keep_first(ragged, counts):
-    """The first `counts[i]` values of each row `i`.
-
-    On the flat values (each value's row and position in it): the same
-    result as `tf.ragged.boolean_mask` of a ragged comparison, whose ragged
-    broadcasting took ~0.25 s of Python per call to trace (an export traces
-    three).
-    """
-    rows = ragged.value_rowids()  # (N,)
-    starts = tf.gather(ragged.row_starts(), rows)  # (N,)
-    positions = tf.range(tf.size(rows, out_type=rows.dtype), dtype=rows.dtype) - starts
-    keep = positions < tf.gather(tf.cast(counts, rows.dtype), rows)  # (N,)
-    return tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(ragged.values, keep), tf.boolean_mask(rows, keep),
-        nrows=ragged.nrows(), validate=False)
 
 
 def _fast_path_tokens(tokens):

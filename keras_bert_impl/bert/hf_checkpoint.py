@@ -12,10 +12,10 @@ import re
 import numpy as np
 
 from keras_bert_impl.base.json_files import copy_atomic
-from keras_bert_impl.base.json_files import read_json_file
 from keras_bert_impl.base.json_files import write_json_atomic
 from keras_bert_impl.bert import google_names
 from keras_bert_impl.bert.bert_config import BertConfig
+from keras_bert_impl.checkpoints.hf_config import read_hf_config_values
 from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
@@ -66,12 +66,7 @@ def hf_name(original, prefix):
 
 
 def read_hf_config(folder):
-    path = os.path.join(folder, CONFIG_FILE)
-    if not os.path.exists(path):
-        raise ValueError(f"No {CONFIG_FILE} in {folder}: not a Hugging Face model folder.")
-    values = read_json_file(path)
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} holds no JSON object.")
+    path, values = read_hf_config_values(folder)
     # Old openai-gpt configs may lack model_type; their keys (n_embd, ...) differ from BERT's.
     model_type = values.get("model_type", "openai-gpt" if "n_embd" in values else "bert")
     if model_type == "openai-gpt":

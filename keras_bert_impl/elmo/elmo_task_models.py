@@ -264,6 +264,19 @@ class _ElmoClassifierBase(ClassifierDefaults, ElmoTaskModel):
     config_names = ("num_classes", "lstm_units", "hidden_units", "dropout", "l2_coef",
                     "do_layer_norm")
 
+    def _keep_config(self, backbone, num_classes, lstm_units, hidden_units, dropout, l2_coef,
+                     do_layer_norm):
+        """Checks the constructor arguments both classifiers take and keeps them."""
+        _check_head(backbone, lstm_units, dropout, l2_coef)
+        _check_num_classes(num_classes)
+        _positive_int("hidden_units", hidden_units)
+        self.num_classes = num_classes
+        self.lstm_units = lstm_units
+        self.hidden_units = hidden_units
+        self.dropout = dropout
+        self.l2_coef = l2_coef
+        self.do_layer_norm = bool(do_layer_norm)
+
     def _logits(self, features):
         logits = self.output_dense(self.hidden_dropout(self.hidden(features)))  # (B, K)
         if self.num_classes == 1:
@@ -307,16 +320,9 @@ class ElmoClassifier(_ElmoClassifierBase):
     def __init__(self, backbone, num_classes, lstm_units=DEFAULT_LSTM_UNITS,
                  hidden_units=DEFAULT_HIDDEN_UNITS, dropout=0.1, l2_coef=DEFAULT_L2_COEF,
                  do_layer_norm=False, **kwargs):
-        _check_head(backbone, lstm_units, dropout, l2_coef)
-        _check_num_classes(num_classes)
-        _positive_int("hidden_units", hidden_units)
         # === Config ===
-        self.num_classes = num_classes
-        self.lstm_units = lstm_units
-        self.hidden_units = hidden_units
-        self.dropout = dropout
-        self.l2_coef = l2_coef
-        self.do_layer_norm = bool(do_layer_norm)
+        self._keep_config(backbone, num_classes, lstm_units, hidden_units, dropout, l2_coef,
+                          do_layer_norm)
         # === Layers ===
         self._build_encoder(backbone, lstm_units, dropout, l2_coef, do_layer_norm)
         self.pooling = MaskedMaxPooling(name="max_pooling")
@@ -337,15 +343,7 @@ class ElmoPairClassifier(_ElmoClassifierBase):
     -> tanh hidden layer -> Dense (the GLUE paper's sentence-pair BiLSTM
     baseline with ELMo, without its attention variant).
 
-    Args:
-        backbone: `ElmoBackbone` (stateless). Frozen by this model.
-        num_classes: int. Classes, or 1 for regression (STS-B).
-        lstm_units: int. Units per direction of each BiLSTM layer (U).
-        hidden_units: int. Width of the MLP's hidden layer.
-        dropout: float. On the ELMo vectors, each BiLSTM's output and the
-            hidden layer.
-        l2_coef: float. `ScalarMix`'s L2 on its layer weights.
-        do_layer_norm: bool. `ScalarMix` normalises each layer first.
+    Args: as `ElmoClassifier`'s (`num_classes=1` for regression, as STS-B).
 
     Call arguments:
         inputs: `{"char_ids": int32 (B, 2, T, C)}`: sentence a at `[:, 0]`,
@@ -364,16 +362,9 @@ class ElmoPairClassifier(_ElmoClassifierBase):
     def __init__(self, backbone, num_classes, lstm_units=DEFAULT_LSTM_UNITS,
                  hidden_units=DEFAULT_HIDDEN_UNITS, dropout=0.1, l2_coef=DEFAULT_L2_COEF,
                  do_layer_norm=False, **kwargs):
-        _check_head(backbone, lstm_units, dropout, l2_coef)
-        _check_num_classes(num_classes)
-        _positive_int("hidden_units", hidden_units)
         # === Config ===
-        self.num_classes = num_classes
-        self.lstm_units = lstm_units
-        self.hidden_units = hidden_units
-        self.dropout = dropout
-        self.l2_coef = l2_coef
-        self.do_layer_norm = bool(do_layer_norm)
+        self._keep_config(backbone, num_classes, lstm_units, hidden_units, dropout, l2_coef,
+                          do_layer_norm)
         # === Layers ===
         self.fold = _FoldPairs(name="fold_pairs")
         self._build_encoder(backbone, lstm_units, dropout, l2_coef, do_layer_norm)

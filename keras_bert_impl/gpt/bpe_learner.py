@@ -25,6 +25,7 @@ import tensorflow as tf
 from keras_bert_impl.base.json_files import write_text_atomic
 from keras_bert_impl.gpt.gpt_tokenizer import END_OF_WORD
 from keras_bert_impl.gpt.gpt_tokenizer import UNK_TOKEN
+from keras_bert_impl.gpt.gpt_tokenizer import merge_pair
 from keras_bert_impl.gpt.graph_gpt_tokenizer import gpt_basic_tokenize
 
 MERGES_HEADER = "#version: 0.2"
@@ -47,19 +48,6 @@ def count_words(lines, batch_size=1024):
     if batch:
         flush()
     return counts
-
-
-def _merge_pair(symbols, left, right):
-    """`symbols` with every `left right` merged, left to right."""
-    merged, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
-            merged.append(left + right)
-            i += 2
-        else:
-            merged.append(symbols[i])
-            i += 1
-    return merged
 
 
 def learn_merges(word_counts, num_merges, min_frequency=2, on_merge=None):
@@ -98,7 +86,7 @@ def learn_merges(word_counts, num_merges, min_frequency=2, on_merge=None):
         changed = set()
         for index in holders.pop(pair, ()):
             symbols = words[index]
-            merged = _merge_pair(symbols, *pair)
+            merged = merge_pair(symbols, *pair)
             if len(merged) == len(symbols):
                 continue
             freq = freqs[index]

@@ -3,19 +3,17 @@
 import keras
 
 from keras_bert_impl.base.backbone import as_backbone
-from keras_bert_impl.base.backbone import wrapper_config
-from keras_bert_impl.base.saved_compile import compile_from_saved_config
-from keras_bert_impl.base.strategy_fixes import KerasStrategyFixes
+from keras_bert_impl.base.backbone import sequence_inputs
+from keras_bert_impl.base.causal_lm_defaults import CausalLMDefaults
+from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
-from keras_bert_impl.losses import MaskedLMLoss
-from keras_bert_impl.metrics import SparseAccuracy
 
 # B=batch, S=sequence, V=vocab
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GptCausalLM(KerasStrategyFixes, keras.Model):
+class GptCausalLM(CausalLMDefaults, TaskModel):
     """OpenAI GPT pretraining: predict every next token (Radford et al. Sec. 3.1).
 
     One output, `lm` float32 logits `(B, S, V)` from the tied embedding.
@@ -38,9 +36,7 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
         # === Layers ===
         self.backbone = backbone
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = sequence_inputs(INPUT_NAMES)
         outputs = {"lm": backbone(inputs)["lm_logits"]}  # (B, S, V)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
@@ -48,24 +44,3 @@ class GptCausalLM(KerasStrategyFixes, keras.Model):
     def call(self, inputs, training=None, mask=None):
         check_gpt_inputs(inputs, self.backbone.gpt_config)
         return super().call(inputs, training=training, mask=mask)
-
-    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
-        """Compiles with the next-token loss and accuracy by default."""
-        super().compile(
-            optimizer=optimizer,
-            loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
-            weighted_metrics=weighted_metrics
-            # One output: Keras would not prefix the name, so name it fully.
-            or {"lm": [SparseAccuracy(name="lm_accuracy")]},
-            **kwargs,
-        )
-
-    def compile_from_config(self, config):
-        compile_from_saved_config(self, config)
-
-    def get_config(self):
-        return wrapper_config(self)
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

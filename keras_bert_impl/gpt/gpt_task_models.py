@@ -25,6 +25,7 @@ loss is exactly the task loss. The logs show the unweighted L1 as `lm_loss`.
 
 import keras
 
+from keras_bert_impl.base.choice_defaults import ChoiceDefaults
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
@@ -33,7 +34,6 @@ from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs
 from keras_bert_impl.layers.choice_rows import FoldRows
 from keras_bert_impl.layers.choice_rows import UnfoldRows
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
-from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
@@ -301,7 +301,7 @@ class GptClassifier(ClassifierDefaults, GptTaskModel):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class GptMultipleChoice(GptTaskModel):
+class GptMultipleChoice(ChoiceDefaults, GptTaskModel):
     """One score per choice, softmax over the choices (GPT Sec. 3.3, SWAG, RACE).
 
     Each choice is one row `_start_ context _delimiter_ choice_k _classify_`
@@ -361,14 +361,6 @@ class GptMultipleChoice(GptTaskModel):
         logits = keras.ops.squeeze(scores, axis=-1)  # (B, C)
         logits = self._auxiliary_lm(logits, out, rows)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-
-    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
-        """Cross-entropy over the choices + accuracy, plus `lm_coef` * LM loss."""
-        super().compile(
-            optimizer=optimizer,
-            loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [SparseAccuracy(name="accuracy")],
-            **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -91,17 +91,21 @@ def bpe(word, ranks):
                 best, best_rank = pair, rank
         if best is None:
             break
-        left, right = best
-        merged, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
-                merged.append(left + right)
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
+        symbols = merge_pair(symbols, *best)
     return symbols
+
+
+def merge_pair(symbols, left, right):
+    """`symbols` with every `left right` merged, left to right."""
+    merged, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
+            merged.append(left + right)
+            i += 2
+        else:
+            merged.append(symbols[i])
+            i += 1
+    return merged
 
 
 class GptBasicTokenizer(BasicTokenizer):

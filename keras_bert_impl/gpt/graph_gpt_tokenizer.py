@@ -29,6 +29,9 @@ from keras_bert_impl.gpt.gpt_tokenizer import END_OF_WORD
 from keras_bert_impl.gpt.gpt_tokenizer import UNK_TOKEN
 from keras_bert_impl.gpt.gpt_tokenizer import load_bpe_files
 from keras_bert_impl.tokenizers.graph_basic_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.graph_pairs import keep_first
+from keras_bert_impl.tokenizers.graph_pairs import pair_budget
+from keras_bert_impl.tokenizers.graph_pairs import trimmed_lengths
 
 # B=batch, W=words in a row, N=words in the batch, U=distinct words,
 # S=symbols of all distinct words, P=S - 1 adjacent symbol pairs.
@@ -219,20 +222,8 @@ class GraphGptTokenizer(tf.Module):
             dict of int32 `(B, max_length)` tensors `input_word_ids`
             (padded with 0) and `input_mask`.
         """
-        budget = max_length - (2 if ids_b is None else 3)
-        if budget < 0:
-            raise ValueError(
-                f"`max_length` must leave room for the special tokens. Received: {max_length}."
-            )
-        len_a = ids_a.row_lengths()
-        if ids_b is None:
-            keep_a = tf.minimum(len_a, budget)
-        else:
-            len_b = ids_b.row_lengths()
-            fits = len_a + len_b <= budget
-            keep_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
-            keep_b = tf.where(fits, len_b, keep_b)
-            keep_a = tf.where(fits, len_a, budget - keep_b)
+        budget = pair_budget(max_length, ids_b is not None)
+        keep_a, keep_b = trimmed_lengths(ids_a, ids_b, budget)
         batch = ids_a.nrows()
         start, delimiter, classify = (
             (self.start_token_id, self.delimiter_token_id, self.classify_token_id)
@@ -241,9 +232,9 @@ class GraphGptTokenizer(tf.Module):
         def column(token_id):
             return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(token_id, tf.int32)))
 
-        pieces = [column(start), _keep_first(tf.cast(ids_a, tf.int32), keep_a)]
+        pieces = [column(start), keep_first(tf.cast(ids_a, tf.int32), keep_a)]
         if ids_b is not None:
-            pieces += [column(delimiter), _keep_first(tf.cast(ids_b, tf.int32), keep_b)]
+            pieces += [column(delimiter), keep_first(tf.cast(ids_b, tf.int32), keep_b)]
         pieces.append(column(classify))
         ids = tf.concat(pieces, axis=1)  # (B, None)
         shape = tf.stack([batch, max_length])
@@ -251,9 +242,3 @@ class GraphGptTokenizer(tf.Module):
             "input_word_ids": ids.to_tensor(0, shape=shape),  # (B, max_length)
             "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),  # (B, max_length)
         }
-
-
-def _keep_first(ragged, counts):
-    """The first `counts[i]` values of each row `i`."""
-    positions = tf.ragged.range(ragged.row_lengths())
-    return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, positions.dtype)[:, None])

@@ -35,6 +35,9 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_impl.tokenizers.graph_pairs import keep_first
+from keras_bert_impl.tokenizers.graph_pairs import pair_budget
+from keras_bert_impl.tokenizers.graph_pairs import trimmed_lengths
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_A
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_B
 from keras_bert_impl.xlnet.xlnet_tokenizer import SEG_ID_CLS
@@ -314,26 +317,15 @@ class GraphXLNetTokenizer(tf.Module):
             `pad_id` on the left), `input_type_ids` (A=0, B=1, <cls>=2,
             padding 4) and `input_mask` (1 on padding).
         """
-        budget = max_length - (2 if ids_b is None else 3)
-        if budget < 0:
-            raise ValueError(
-                f"`max_length` must leave room for the special tokens. Received: {max_length}.")
-        len_a = ids_a.row_lengths()
-        if ids_b is None:
-            keep_a = tf.minimum(len_a, budget)
-        else:
-            len_b = ids_b.row_lengths()
-            fits = len_a + len_b <= budget
-            keep_b = tf.minimum(len_b, tf.maximum(budget - len_a, budget // 2))
-            keep_b = tf.where(fits, len_b, keep_b)
-            keep_a = tf.where(fits, len_a, budget - keep_b)
+        budget = pair_budget(max_length, ids_b is not None)
+        keep_a, keep_b = trimmed_lengths(ids_a, ids_b, budget)
         batch = ids_a.nrows()
 
         def column(value):
             return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.constant(value, tf.int32)))
 
         def segment(ids, keep, segment_id):
-            ids = _keep_first(tf.cast(ids, tf.int32), keep)
+            ids = keep_first(tf.cast(ids, tf.int32), keep)
             return [ids, column(self.sep_id)], [
                 tf.ones_like(ids) * segment_id, column(segment_id)]
 
@@ -359,9 +351,3 @@ class GraphXLNetTokenizer(tf.Module):
             "input_type_ids": left_pad(types, SEG_ID_PAD),
             "input_mask": tf.cast(~real, tf.int32),
         }
-
-
-def _keep_first(ragged, counts):
-    """The first `counts[i]` values of each row `i`."""
-    positions = tf.ragged.range(ragged.row_lengths())
-    return tf.ragged.boolean_mask(ragged, positions < tf.cast(counts, positions.dtype)[:, None])

@@ -18,8 +18,8 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.base.json_files import read_json_file
 from keras_bert_impl.base.json_files import write_json_atomic
+from keras_bert_impl.checkpoints.hf_config import read_hf_config_values
 from keras_bert_impl.checkpoints.hf_files import CONFIG_FILE
 from keras_bert_impl.checkpoints.hf_files import WEIGHTS_FILE
 from keras_bert_impl.checkpoints.hf_files import read_hf_tensors
@@ -99,12 +99,7 @@ def xlnet_hf_tensors(backbone):
 
 def read_xlnet_config(folder):
     """The `XLNetConfig` of a Hugging Face xlnet folder's `config.json`."""
-    path = os.path.join(folder, CONFIG_FILE)
-    if not os.path.exists(path):
-        raise ValueError(f"No {CONFIG_FILE} in {folder}: not a Hugging Face model folder.")
-    values = read_json_file(path)
-    if not isinstance(values, dict):
-        raise ValueError(f"{path} holds no JSON object.")
+    path, values = read_hf_config_values(folder)
     if values.get("tie_word_embeddings", True) is False:
         raise ValueError(
             f"{path} has tie_word_embeddings=false; XLNet's LM head is the word-embedding "

@@ -29,6 +29,7 @@ SavedModel takes int32 ids only, as BERT's.
 
 import keras
 
+from keras_bert_impl.base.choice_defaults import ChoiceDefaults
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.base.task_defaults import SpanDefaults
@@ -36,7 +37,6 @@ from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.layers.choice_rows import FoldRows
 from keras_bert_impl.layers.choice_rows import UnfoldScores
-from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 from keras_bert_impl.xlnet.xlnet_backbone import XLNetBackbone
 from keras_bert_impl.xlnet.xlnet_inputs import INPUT_NAMES
@@ -228,7 +228,7 @@ class XLNetClassifier(ClassifierDefaults, XLNetTaskModel):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class XLNetMultipleChoice(XLNetTaskModel):
+class XLNetMultipleChoice(ChoiceDefaults, XLNetTaskModel):
     """One score per choice, softmax over the choices (SWAG; RACE in the paper).
 
     Each choice is one row `context <sep> choice_k <sep> <cls>`
@@ -278,14 +278,6 @@ class XLNetMultipleChoice(XLNetTaskModel):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         # === Config ===
         self.dropout = dropout
-
-    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
-        """Cross-entropy over the choices + accuracy by default."""
-        super().compile(
-            optimizer=optimizer,
-            loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [SparseAccuracy(name="accuracy")],
-            **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

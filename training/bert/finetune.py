@@ -30,6 +30,7 @@ from training.finetuning.config import refuse_gpt_flags
 from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.recipe import run_dtype
 from training.finetuning.tasks import make_task
+from training.finetuning.tasks import task_values
 from training.finetuning.text_classification import TextClassificationTask
 from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 
@@ -73,7 +74,7 @@ class BertFinetune(FinetuneRecipe):
 
     def make_task(self, cfg, tokenizer):
         if cfg.task == "text_classification":  # it builds on the tasks' GlueTask
-            return TextClassificationTask(cfg, tokenizer)
+            return TextClassificationTask(tokenizer, **task_values(cfg))
         return make_task(cfg, tokenizer)
 
     def build_backbone(self, cfg, vocab_size):

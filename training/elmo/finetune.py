@@ -45,6 +45,7 @@ from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import _glue_labels
 from training.finetuning.tasks import _say
+from training.finetuning.tasks import task_values
 from training.finetuning.text_classification import TextClassificationTask
 from training.tasks import conll
 from training.tasks import glue
@@ -184,7 +185,8 @@ class _ElmoTask:
 
     Their `x` is `input_word_ids` (rows of `_ElmoWords`, `(N, T)` or
     `(N, 2, T)`) and `input_mask` (1 on `<S> words </S>`), so the entry
-    point's length grouping cuts their batches as BERT's.
+    point's length grouping cuts their batches as BERT's. Each task sets
+    `words`, `seed` (`--seed`), `batch_size` and `elmo_lstm_units`.
     """
 
     def char_id_batches(self, model, x, y=None, sample_weight=None, batch_size=None,
@@ -196,7 +198,7 @@ class _ElmoTask:
             x: dict of word-row arrays, or a `tf.data.Dataset` of batches
                 `(x, ...)` of them (e.g. `grouped_batches`).
             y, sample_weight: arrays, or None (prediction); with arrays only.
-            batch_size: int. Rows per batch; None: `--batch_size`.
+            batch_size: int. Rows per batch; None: the task's (`--batch_size`).
             shuffle: bool. Shuffle the rows each epoch (seeded by `--seed`).
         """
         table = tf.constant(self.words.char_table(model.backbone.max_characters_per_token))
@@ -206,9 +208,9 @@ class _ElmoTask:
                 x, y, sample_weight)
             batches = tf.data.Dataset.from_tensor_slices(data)
             if shuffle:
-                batches = batches.shuffle(len(x["input_word_ids"]), seed=self.cfg.seed,
+                batches = batches.shuffle(len(x["input_word_ids"]), seed=self.seed,
                                           reshuffle_each_iteration=True)
-            batches = batches.batch(batch_size or self.cfg.batch_size)
+            batches = batches.batch(batch_size or self.batch_size)
 
         def char_ids(x, *targets):
             return ({"char_ids": tf.gather(table, x["input_word_ids"])}, *targets)  # (B, ..., T, C)
@@ -226,26 +228,29 @@ class ElmoGlueTask(_ElmoTask, GlueTask):
     One text: rows `<S> words </S>` `(N, T)` for `ElmoClassifier`; pairs:
     both texts, `(N, 2, T)`, for `ElmoPairClassifier`. A text of more than
     `max_seq_length - 2` words is truncated (counted and reported); no windows.
+    `elmo_lstm_units`: the task network's; `seed`: the shuffle's; the other
+    values are the base task's.
     """
 
-    def __init__(self, cfg, tokenizer, name):
-        if cfg.window_stride:
+    def __init__(self, tokenizer, name, *, elmo_lstm_units, seed, window_stride=0, **values):
+        if window_stride:
             raise SystemExit("--window_stride reads long GLUE inputs in windows for BERT only; "
                              "with --model=elmo texts are truncated to max_seq_length - 2 words. "
                              "Leave it 0.")
-        super().__init__(cfg, tokenizer, name)
+        super().__init__(tokenizer, name, window_stride=window_stride, **values)
+        self.elmo_lstm_units, self.seed = elmo_lstm_units, seed
         self.words = _ElmoWords()
         self.pair = len(self.task.text_columns) == 2
 
     def _encode(self, examples):
-        limit = self.cfg.max_seq_length - 2  # room for <S> and </S>
+        limit = self.max_seq_length - 2  # room for <S> and </S>
         texts = [[self.tokenizer.tokenize(e.text_a) for e in examples]]
         if self.pair:
             texts.append([self.tokenizer.tokenize(e.text_b or "") for e in examples])
         cut = sum(len(words) > limit for column in texts for words in column)
         if cut:
             _say(f"ELMo: {cut} of {len(examples)} examples' texts are longer than {limit} words "
-                 f"(--max_seq_length={self.cfg.max_seq_length} with <S> and </S>); truncated.")
+                 f"(--max_seq_length={self.max_seq_length} with <S> and </S>); truncated.")
         length = min(max((len(w) for column in texts for w in column), default=0), limit) + 2
         rows = [self.words.rows([w[:limit] for w in column], length) for column in texts]
         ids = np.stack(rows, axis=1) if self.pair else rows[0]  # (N, 2, T) or (N, T)
@@ -256,23 +261,27 @@ class ElmoGlueTask(_ElmoTask, GlueTask):
     def build_model(self, backbone):
         model = ElmoPairClassifier if self.pair else ElmoClassifier
         return model(backbone, len(self.task.labels) if self.task.labels else 1,
-                     lstm_units=self.cfg.elmo_lstm_units)
+                     lstm_units=self.elmo_lstm_units)
 
 
 class ElmoNerTask(_ElmoTask, NerTask):
     """`--model=elmo --task=ner`: CoNLL's words as they are, rows `<S> words </S>`,
     tagged by `ElmoTokenTagger`; labels, windows and decoding as BERT's, one
-    label per word (every word is one token: no first-piece rule needed)."""
+    label per word (every word is one token: no first-piece rule needed).
+    `tokenizer` is unused (the words are CoNLL's); `elmo_lstm_units`: the
+    task network's; `seed`: the shuffle's; the other values are `NerTask`'s."""
 
-    def __init__(self, cfg, tokenizer):
+    def __init__(self, tokenizer, *, elmo_lstm_units, seed, **values):
+        del tokenizer  # CoNLL's words as they are
+        self.elmo_lstm_units, self.seed = elmo_lstm_units, seed
         self.words = _ElmoWords()
-        super().__init__(cfg, self.words)
+        super().__init__(self.words, **values)
 
     def _encode(self, split):
         if split not in self._encoded:
             encoded = conll.encode_sentences(
                 self._data[split].sentences, self.words, self.label_list,
-                self.cfg.max_seq_length, stride=self.cfg.window_stride or None)
+                self.max_seq_length, stride=self.window_stride or None)
             ids = encoded.x["input_word_ids"]  # (N, S): <S> words </S>, 0 after
             length = max(int(encoded.x["input_mask"].sum(axis=1).max(initial=0)), 2)  # longest
 
@@ -286,14 +295,14 @@ class ElmoNerTask(_ElmoTask, NerTask):
                 max_context=cut(encoded.max_context))
             if encoded.num_truncated_words:
                 _say(f"ELMo: {encoded.num_truncated_words} words of {split} are past "
-                     f"--max_seq_length={self.cfg.max_seq_length} (with <S> and </S>) and are "
+                     f"--max_seq_length={self.max_seq_length} (with <S> and </S>) and are "
                      "predicted as 'O'; --window_stride reads them in windows.")
             self._encoded[split] = encoded
         return self._encoded[split]
 
     def build_model(self, backbone):
         return ElmoTokenTagger(backbone, len(self.label_list),
-                               lstm_units=self.cfg.elmo_lstm_units)
+                               lstm_units=self.elmo_lstm_units)
 
 
 class ElmoTextClassificationTask(ElmoGlueTask, TextClassificationTask):
@@ -302,15 +311,17 @@ class ElmoTextClassificationTask(ElmoGlueTask, TextClassificationTask):
 
 
 def make_elmo_task(cfg, tokenizer):
-    """The task object for `--model=elmo` (`glue/<name>`, `text_classification` or `ner`)."""
+    """The task object for `--model=elmo` (`glue/<name>`, `text_classification` or `ner`):
+    `task_values` of `cfg`, its `elmo_lstm_units` and `seed`."""
+    values = {**task_values(cfg), "elmo_lstm_units": cfg.elmo_lstm_units, "seed": cfg.seed}
     if cfg.task.startswith("glue/"):
-        return ElmoGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        return ElmoGlueTask(tokenizer, cfg.task.split("/", 1)[1], **values)
     if cfg.task == "text_classification":
-        return ElmoTextClassificationTask(cfg, tokenizer, cfg.task)
+        return ElmoTextClassificationTask(tokenizer, cfg.task, **values)
     if cfg.task != "ner":
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=elmo: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}) or ner.")
-    return ElmoNerTask(cfg, tokenizer)
+    return ElmoNerTask(tokenizer, **values)
 
 
 class ElmoFinetune(FinetuneRecipe):

@@ -12,7 +12,9 @@ A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
   (`task_defaults`), then its own defaults and refusals, checkpoint and
   vocabulary located (`resolve_own`);
 - `check_checkpoint(cfg)`: the checkpoint's format, before data is read;
-- `tokenizer(cfg)` and `make_task(cfg, tokenizer)`;
+- `tokenizer(cfg)` and `make_task(cfg, tokenizer)` (where the config is
+  read for the task: `training.finetuning.tasks.task_values` and the
+  family's own values, passed to the task's constructor as keywords);
 - `build_backbone(cfg, vocab_size)` and `check_backbone(cfg, tokenizer,
   backbone)`;
 - `grouped_batches(...)` (XLNet pads on the left) and `epoch_batches(task,

@@ -163,12 +163,26 @@ def _glue_labels(examples, labels):
 
 
 class GlueTask:
-    """`--task=glue/<name>`: `<data_dir>/{train,dev,test}.tsv` as GLUE lays them out."""
+    """`--task=glue/<name>`: `<data_dir>/{train,dev,test}.tsv` as GLUE lays them out.
+
+    Args:
+        tokenizer: the family's tokenizer.
+        name: str. The GLUE task (`training.tasks.glue.TASKS`).
+        data_dir: str. The folder of the `.tsv` files.
+        max_seq_length: int. Tokens per input.
+        batch_size: int. Rows per prediction batch.
+        window_stride: int. Long inputs read in windows this many tokens
+            apart; 0: truncated.
+        skip_bad_input: bool. Skip bad rows (counted) instead of failing.
+    """
 
     kind = "glue"
 
-    def __init__(self, cfg, tokenizer, name):
-        self.cfg, self.tokenizer, self.task = cfg, tokenizer, glue.get_task(name)
+    def __init__(self, tokenizer, name, *, data_dir, max_seq_length, batch_size, window_stride=0,
+                 skip_bad_input=False):
+        self.tokenizer, self.task = tokenizer, glue.get_task(name)
+        self.data_dir, self.max_seq_length, self.batch_size = data_dir, max_seq_length, batch_size
+        self.window_stride, self.skip_bad_input = window_stride, skip_bad_input
         self.eval_splits = [s for s in self.task.splits if s.startswith("dev")
                             and os.path.exists(self._path(s))]
         # Predicted at the end; read with the dev splits, before training.
@@ -176,12 +190,12 @@ class GlueTask:
         self._cache = {}
 
     def _path(self, split):
-        return os.path.join(self.cfg.data_dir, f"{split}.tsv")
+        return os.path.join(self.data_dir, f"{split}.tsv")
 
     def _encoded(self, split):
         if split not in self._cache:
-            examples, skipped = glue.read_glue(self.task, self.cfg.data_dir, split,
-                                               skip_bad_rows=self.cfg.skip_bad_input)
+            examples, skipped = glue.read_glue(self.task, self.data_dir, split,
+                                               skip_bad_rows=self.skip_bad_input)
             _report_skipped(skipped, self._path(split))
             check_rows(len(examples), self._path(split), split, skipped)
             self._cache[split] = (examples, self._encode(examples))
@@ -189,8 +203,8 @@ class GlueTask:
 
     def _encode(self, examples):
         return glue.encode_examples(examples, self.tokenizer, self.task.labels,
-                                    self.cfg.max_seq_length,
-                                    stride=self.cfg.window_stride or None)
+                                    self.max_seq_length,
+                                    stride=self.window_stride or None)
 
     def prepare(self, split):
         self._encoded(split)
@@ -203,7 +217,7 @@ class GlueTask:
         return BertClassifier(backbone, len(self.task.labels) if self.task.labels else 1)
 
     def _predict(self, model, x):
-        return _predict(model, x, self.cfg.batch_size)
+        return _predict(model, x, self.batch_size)
 
     def _logits(self, model, split):
         examples, encoded = self._encoded(split)
@@ -240,17 +254,36 @@ class SquadTask:
     v2.0 (questions may have no answer) is read from the file name or its
     "version" field; its null-score threshold is searched on dev each time
     dev is scored, as the paper tuned it.
+
+    Args:
+        tokenizer: the family's tokenizer.
+        data_dir: str. The folder of the `.json` files.
+        max_seq_length: int. Tokens per window.
+        doc_stride: int. Tokens between the starts of a paragraph's windows.
+        max_query_length: int. Question tokens kept.
+        max_answer_length: int. Longest answer predicted, in tokens.
+        n_best_size: int. Candidate answers kept per question.
+        batch_size: int. Rows per prediction batch.
+        do_lower_case: bool. Whether the tokenizer lowercases (answers are
+            mapped back to the original text).
+        skip_bad_input: bool. Skip training answers that do not fit their
+            paragraph (counted) instead of failing.
     """
 
     kind = "squad"
 
-    def __init__(self, cfg, tokenizer):
-        self.cfg, self.tokenizer = cfg, tokenizer
-        self.train_file = _maybe_find(cfg.data_dir, ("train-v*.json", "train*.json"))
-        self.dev_file = _maybe_find(cfg.data_dir, ("dev-v*.json", "dev*.json"))
+    def __init__(self, tokenizer, *, data_dir, max_seq_length, doc_stride, max_query_length,
+                 max_answer_length, n_best_size, batch_size, do_lower_case, skip_bad_input=False):
+        self.tokenizer, self.data_dir, self.batch_size = tokenizer, data_dir, batch_size
+        self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
+        self.max_query_length, self.max_answer_length = max_query_length, max_answer_length
+        self.n_best_size, self.do_lower_case = n_best_size, do_lower_case
+        self.skip_bad_input = skip_bad_input
+        self.train_file = _maybe_find(data_dir, ("train-v*.json", "train*.json"))
+        self.dev_file = _maybe_find(data_dir, ("dev-v*.json", "dev*.json"))
         some = self.train_file or self.dev_file
         if some is None:
-            raise SystemExit(f"No SQuAD train-v*.json or dev-v*.json in {cfg.data_dir}.")
+            raise SystemExit(f"No SQuAD train-v*.json or dev-v*.json in {data_dir}.")
         self.version_2 = "v2" in os.path.basename(some) or str(
             _json_version(some)).startswith("v2")
         self.eval_splits = ["dev"] if self.dev_file else []
@@ -258,9 +291,9 @@ class SquadTask:
 
     def train_arrays(self):
         if not self.train_file:
-            raise SystemExit(f"No SQuAD training file (train-v*.json) in {self.cfg.data_dir}.")
+            raise SystemExit(f"No SQuAD training file (train-v*.json) in {self.data_dir}.")
         examples, skipped = squad.read_squad_examples(
-            self.train_file, True, self.version_2, skip_bad_answers=self.cfg.skip_bad_input)
+            self.train_file, True, self.version_2, skip_bad_answers=self.skip_bad_input)
         _report_skipped(skipped, self.train_file)
         check_rows(len(examples), self.train_file, "train", skipped, "questions")
         features = self._features(examples, is_training=True)
@@ -268,9 +301,8 @@ class SquadTask:
 
     def _features(self, examples, is_training):
         """The windows of `examples` the model reads (`training.tasks.squad`'s)."""
-        cfg = self.cfg
         return squad.convert_examples_to_features(
-            examples, self.tokenizer, cfg.max_seq_length, cfg.doc_stride, cfg.max_query_length,
+            examples, self.tokenizer, self.max_seq_length, self.doc_stride, self.max_query_length,
             is_training=is_training)
 
     def _decode(self, examples, features, out, **threshold):
@@ -278,8 +310,8 @@ class SquadTask:
         `threshold`: SQuAD v2's `null_score_diff_threshold`, once searched."""
         return squad.decode_predictions(
             examples, features, out["start_logits"], out["end_logits"],
-            n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length,
-            do_lower_case=self.cfg.do_lower_case, version_2_with_negative=self.version_2,
+            n_best_size=self.n_best_size, max_answer_length=self.max_answer_length,
+            do_lower_case=self.do_lower_case, version_2_with_negative=self.version_2,
             **threshold)
 
     def build_model(self, backbone):
@@ -298,7 +330,7 @@ class SquadTask:
 
     def evaluate(self, model, split):
         examples, features, dataset = self._dev()
-        out = _predict(model, features.x, self.cfg.batch_size)
+        out = _predict(model, features.x, self.batch_size)
         predictions, nbest, null_odds = self._decode(examples, features, out)
         if not self.version_2:
             return squad_metrics.evaluate_v1(dataset, predictions), (predictions, nbest, null_odds)
@@ -332,20 +364,32 @@ def _json_version(path):
 
 
 class NerTask:
-    """`--task=ner`: CoNLL-2003 column files (`eng.train`/`train.txt`, `eng.testa`/`dev.txt`)."""
+    """`--task=ner`: CoNLL-2003 column files (`eng.train`/`train.txt`, `eng.testa`/`dev.txt`).
+
+    Args:
+        tokenizer: the family's tokenizer (or a stand-in shaped as one).
+        data_dir: str. The folder of the column files.
+        max_seq_length: int. Tokens per row.
+        batch_size: int. Rows per prediction batch.
+        window_stride: int. Long sentences read in windows this many tokens
+            apart; 0: the words past the row are predicted as "O".
+        skip_bad_input: bool. Skip bad lines (counted) instead of failing.
+    """
 
     kind = "ner"
 
-    def __init__(self, cfg, tokenizer):
-        self.cfg, self.tokenizer = cfg, tokenizer
-        self.files = {"train": _find(cfg.data_dir, ("train.txt", "eng.train"), "CoNLL train file")}
-        dev = _maybe_find(cfg.data_dir, ("dev.txt", "valid.txt", "eng.testa"))
-        test = _maybe_find(cfg.data_dir, ("test.txt", "eng.testb"))
+    def __init__(self, tokenizer, *, data_dir, max_seq_length, batch_size, window_stride=0,
+                 skip_bad_input=False):
+        self.tokenizer, self.max_seq_length, self.batch_size = tokenizer, max_seq_length, batch_size
+        self.window_stride = window_stride
+        self.files = {"train": _find(data_dir, ("train.txt", "eng.train"), "CoNLL train file")}
+        dev = _maybe_find(data_dir, ("dev.txt", "valid.txt", "eng.testa"))
+        test = _maybe_find(data_dir, ("test.txt", "eng.testb"))
         self.files.update({k: v for k, v in (("dev", dev), ("test", test)) if v})
         self.eval_splits = [s for s in ("dev", "test") if s in self.files]
         self._data = {}
         for split, path in self.files.items():
-            data = conll.read_conll(path, skip_bad_lines=self.cfg.skip_bad_input)
+            data = conll.read_conll(path, skip_bad_lines=skip_bad_input)
             if data.skipped_lines:
                 _report_skipped(len(data.skipped_lines), path)
             check_rows(len(data.sentences), path, split, len(data.skipped_lines), "sentences")
@@ -358,7 +402,7 @@ class NerTask:
         if split not in self._encoded:
             self._encoded[split] = conll.encode_sentences(
                 self._data[split].sentences, self.tokenizer, self.label_list,
-                self.cfg.max_seq_length, stride=self.cfg.window_stride or None)
+                self.max_seq_length, stride=self.window_stride or None)
         return self._encoded[split]
 
     def train_arrays(self):
@@ -372,7 +416,7 @@ class NerTask:
         self._encode(split)
 
     def _predict(self, model, x):
-        return _predict(model, x, self.cfg.batch_size)
+        return _predict(model, x, self.batch_size)
 
     def evaluate(self, model, split):
         encoded = self._encode(split)
@@ -394,15 +438,24 @@ class NerTask:
 
 
 class SwagTask:
-    """`--task=swag`: `train.csv`, `val.csv` (and `test.csv`) in SWAG's format."""
+    """`--task=swag`: `train.csv`, `val.csv` (and `test.csv`) in SWAG's format.
+
+    Args:
+        tokenizer: the family's tokenizer.
+        data_dir: str. The folder of the `.csv` files.
+        max_seq_length: int. Tokens per ending's row.
+        batch_size: int. Examples per prediction batch.
+        skip_bad_input: bool. Skip bad rows (counted) instead of failing.
+    """
 
     kind = "swag"
 
-    def __init__(self, cfg, tokenizer):
-        self.cfg, self.tokenizer = cfg, tokenizer
-        self.files = {"train": _find(cfg.data_dir, ("train.csv",), "SWAG train.csv")}
+    def __init__(self, tokenizer, *, data_dir, max_seq_length, batch_size, skip_bad_input=False):
+        self.tokenizer, self.max_seq_length, self.batch_size = tokenizer, max_seq_length, batch_size
+        self.skip_bad_input = skip_bad_input
+        self.files = {"train": _find(data_dir, ("train.csv",), "SWAG train.csv")}
         for split, name in (("val", "val.csv"), ("test", "test.csv")):
-            path = _maybe_find(cfg.data_dir, (name,))
+            path = _maybe_find(data_dir, (name,))
             if path:
                 self.files[split] = path
         self.eval_splits = ["val"] if "val" in self.files else []
@@ -412,14 +465,14 @@ class SwagTask:
     def _encoded(self, split):
         if split not in self._cache:
             examples, skipped = swag.read_swag(self.files[split],
-                                               skip_bad_rows=self.cfg.skip_bad_input)
+                                               skip_bad_rows=self.skip_bad_input)
             _report_skipped(skipped, self.files[split])
             check_rows(len(examples), self.files[split], split, skipped)
             self._cache[split] = (examples, self._encode(examples))
         return self._cache[split]
 
     def _encode(self, examples):
-        return swag.encode_swag(examples, self.tokenizer, self.cfg.max_seq_length)
+        return swag.encode_swag(examples, self.tokenizer, self.max_seq_length)
 
     def train_arrays(self):
         _, encoded = self._encoded("train")
@@ -433,14 +486,14 @@ class SwagTask:
 
     def evaluate(self, model, split):
         _, encoded = self._encoded(split)
-        choice = np.asarray(_predict(model, encoded.x, self.cfg.batch_size)).argmax(-1)
+        choice = np.asarray(_predict(model, encoded.x, self.batch_size)).argmax(-1)
         return {"accuracy": float((choice == encoded.y).mean())}, choice
 
     def write_predictions(self, model, folder):
         paths = []
         for split in [s for s in ("val", "test") if s in self.files]:
             examples, encoded = self._encoded(split)
-            choice = np.asarray(_predict(model, encoded.x, self.cfg.batch_size)).argmax(-1)
+            choice = np.asarray(_predict(model, encoded.x, self.batch_size)).argmax(-1)
             path = os.path.join(folder, f"{split}_predictions.csv")
             _write_lines(path, ["guid,prediction\n"] + [
                 f"{e.guid},{c}\n" for e, c in zip(examples, choice)])
@@ -448,18 +501,49 @@ class SwagTask:
         return paths
 
 
+def task_values(cfg):
+    """The keyword values the task object of `--task` takes, read off the
+    resolved config: the one place the tasks' settings come from it (BERT's
+    `make_task` and each family's pass them on, with the family's own).
+
+    Returns:
+        dict: `max_seq_length`, `batch_size`, `skip_bad_input`; `data_dir`,
+        or `text_classification`'s files, columns and `allow_many_labels`;
+        `window_stride` for GLUE, `text_classification` and NER; SQuAD's
+        `doc_stride`, `max_query_length`, `max_answer_length`, `n_best_size`
+        and `do_lower_case`.
+    """
+    kind = "glue" if cfg.task.startswith("glue/") else cfg.task
+    values = {"max_seq_length": cfg.max_seq_length, "batch_size": cfg.batch_size,
+              "skip_bad_input": cfg.skip_bad_input}
+    if kind == "text_classification":
+        values.update(train_file=cfg.train_file, dev_file=cfg.dev_file, test_file=cfg.test_file,
+                      text_column=cfg.text_column, text_b_column=cfg.text_b_column,
+                      label_column=cfg.label_column, allow_many_labels=cfg.allow_many_labels)
+    else:
+        values["data_dir"] = cfg.data_dir
+    if kind in ("glue", "text_classification", "ner"):
+        values["window_stride"] = cfg.window_stride
+    if kind == "squad":
+        values.update(doc_stride=cfg.doc_stride, max_query_length=cfg.max_query_length,
+                      max_answer_length=cfg.max_answer_length, n_best_size=cfg.n_best_size,
+                      do_lower_case=cfg.do_lower_case)
+    return values
+
+
 def make_task(cfg, tokenizer):
-    """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`).
+    """BERT's task object for `--task` (`glue/<name>`, `squad`, `ner`, `swag`),
+    given the values `task_values` reads off `cfg`.
 
     GPT's and ELMo's are `training.gpt.finetune.make_gpt_task` and
     `training.elmo.finetune.make_elmo_task`, BERT's `text_classification`
     `text_classification.TextClassificationTask` (they build on the
     classes here, so this file imports none of them)."""
     if cfg.task.startswith("glue/"):
-        return GlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        return GlueTask(tokenizer, cfg.task.split("/", 1)[1], **task_values(cfg))
     tasks = {"squad": SquadTask, "ner": NerTask, "swag": SwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r}: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}), text_classification, squad, ner "
                          "or swag.")
-    return tasks[cfg.task](cfg, tokenizer)
+    return tasks[cfg.task](tokenizer, **task_values(cfg))

@@ -81,25 +81,46 @@ def _write_atomic(path, text):
 
 
 class TextClassificationTask(GlueTask):
-    """`--task=text_classification`: `--train_file`, `--dev_file` (and `--test_file`)."""
+    """`--task=text_classification`: `--train_file`, `--dev_file` (and `--test_file`).
+
+    Args:
+        tokenizer: the family's tokenizer.
+        name: unused (the GLUE tasks' signature; the files name this one).
+        train_file, dev_file: str. Labelled `.csv`, `.tsv` or `.jsonl` files.
+        test_file: str. Unlabelled rows to predict; "": none.
+        text_column, label_column: str. The columns of the text and the label.
+        text_b_column: str. The column of a second text; "": one text.
+        allow_many_labels: bool. Go on with labels that look like a measurement
+            (real numbers, or most labels occurring once).
+        max_seq_length: int. Tokens per input.
+        batch_size: int. Rows per prediction batch.
+        window_stride: int. Long inputs read in windows this many tokens
+            apart; 0: truncated.
+        skip_bad_input: bool. Skip bad rows (counted) instead of failing.
+    """
 
     kind = "text_classification"
 
-    def __init__(self, cfg, tokenizer, name=None):
+    def __init__(self, tokenizer, name=None, *, train_file, dev_file, test_file="", text_column,
+                 label_column, text_b_column="", allow_many_labels=False, max_seq_length,
+                 batch_size, window_stride=0, skip_bad_input=False):
         del name  # the GLUE tasks' signature; the files name this one
-        self.cfg, self.tokenizer = cfg, tokenizer
-        self.files = {"train": cfg.train_file, "dev": cfg.dev_file}
-        if cfg.test_file:
-            self.files["test"] = cfg.test_file
+        self.tokenizer, self.max_seq_length, self.batch_size = tokenizer, max_seq_length, batch_size
+        self.window_stride, self.skip_bad_input = window_stride, skip_bad_input
+        self.text_column, self.text_b_column = text_column, text_b_column
+        self.label_column = label_column
+        self.files = {"train": train_file, "dev": dev_file}
+        if test_file:
+            self.files["test"] = test_file
         self._read = {}
         try:
             self.class_labels = reading.label_list(self._file("train").examples,
-                                                   cfg.allow_many_labels)
+                                                   allow_many_labels)
         except reading.BadInputError as e:
-            raise reading.BadInputError(f"--train_file={cfg.train_file}: {e}") from None
+            raise reading.BadInputError(f"--train_file={train_file}: {e}") from None
         for split in self.files:  # every file's errors show before training, not after
             self._file(split)
-        pair = bool(cfg.text_b_column)
+        pair = bool(text_b_column)
         # The GLUE task value the family classes read: labels, one or two texts.
         self.task = glue.GlueTask(
             name="text_classification", labels=self.class_labels, metrics=("accuracy",),
@@ -113,12 +134,11 @@ class TextClassificationTask(GlueTask):
 
     def _file(self, split):
         if split not in self._read:
-            cfg = self.cfg
             labeled = split != "test"
             read = reading.read_text_file(
-                self.files[split], cfg.text_column, cfg.label_column if labeled else None,
-                cfg.text_b_column or None, labels=None if split == "train" else (
-                    self.class_labels), skip_bad_input=cfg.skip_bad_input, split=split)
+                self.files[split], self.text_column, self.label_column if labeled else None,
+                self.text_b_column or None, labels=None if split == "train" else (
+                    self.class_labels), skip_bad_input=self.skip_bad_input, split=split)
             if read.num_skipped:
                 counts = ", ".join(f"{n} {why}" for why, n in sorted(read.skipped.items()))
                 _say(f"Skipped {read.num_skipped} bad rows in {read.path} ({counts}; "
@@ -177,8 +197,7 @@ class TextClassificationTask(GlueTask):
     def _write_csv(self, folder, split, probabilities):
         """`{split}_predictions.csv`: line, text(s), (gold,) predicted, probability."""
         read = self._file(split)
-        columns = [self.cfg.text_column] + ([self.cfg.text_b_column]
-                                            if self.cfg.text_b_column else [])
+        columns = [self.text_column] + ([self.text_b_column] if self.text_b_column else [])
         labeled = split != "test"
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -187,7 +206,7 @@ class TextClassificationTask(GlueTask):
         predicted = probabilities.argmax(-1)
         for line, example, choice, row in zip(read.lines, read.examples, predicted,
                                               probabilities):
-            texts = [example.text_a] + ([example.text_b] if self.cfg.text_b_column else [])
+            texts = [example.text_a] + ([example.text_b] if self.text_b_column else [])
             writer.writerow([line, *texts, *([example.label] if labeled else []),
                              self.class_labels[choice], f"{row[choice]:.6f}"])
         path = os.path.join(folder, f"{split}_predictions.csv")

@@ -43,6 +43,7 @@ from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SwagTask
 from training.finetuning.tasks import _glue_labels
+from training.finetuning.tasks import task_values
 from training.finetuning.text_classification import TextClassificationTask
 from training.tasks import glue
 from training.tasks import swag
@@ -138,19 +139,21 @@ class GptGlueTask(GlueTask):
     One text: `_start_ s _classify_`; MRPC, QQP and STS-B: both orders of
     the pair, `(N, 2, S)`, into `GptClassifier(similarity=True)`; the other
     pair tasks: `_start_ a _delimiter_ b _classify_`. Long inputs are
-    truncated (longer part first); no windows.
+    truncated (longer part first); no windows. `lm_coef`: the weight of the
+    auxiliary LM loss; the other values are the base task's.
     """
 
-    def __init__(self, cfg, tokenizer, name):
-        if cfg.window_stride:
+    def __init__(self, tokenizer, name, *, lm_coef, window_stride=0, **values):
+        if window_stride:
             raise SystemExit("--window_stride reads long GLUE inputs in windows for BERT only; "
                              "with --model=gpt they are truncated, as the original. Leave it 0.")
-        super().__init__(cfg, tokenizer, name)
+        super().__init__(tokenizer, name, window_stride=window_stride, **values)
+        self.lm_coef = lm_coef
         self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
         self.similarity = self.task.name in GPT_SIMILARITY_TASKS
 
     def _encode(self, examples):
-        encode, special, length = self.tokenizer.encode, self.special, self.cfg.max_seq_length
+        encode, special, length = self.tokenizer.encode, self.special, self.max_seq_length
         texts_a = [encode(e.text_a) for e in examples]
         if len(self.task.text_columns) == 1:
             x = text_inputs(texts_a, special, length)
@@ -164,7 +167,7 @@ class GptGlueTask(GlueTask):
     def build_model(self, backbone):
         return GptClassifier(backbone, len(self.task.labels) if self.task.labels else 1,
                              self.special.classify, similarity=self.similarity,
-                             lm_coef=self.cfg.lm_coef)
+                             lm_coef=self.lm_coef)
 
 
 class _GptPieces:
@@ -192,11 +195,13 @@ class _GptPieces:
 
 class GptNerTask(NerTask):
     """`--model=gpt --task=ner`: CoNLL read as BERT's, rows `_start_ pieces _classify_`,
-    tagged by `GptTokenTagger` (left context only)."""
+    tagged by `GptTokenTagger` (left context only). `lm_coef`: the weight of
+    the auxiliary LM loss; the other values are `NerTask`'s."""
 
-    def __init__(self, cfg, tokenizer):
+    def __init__(self, tokenizer, *, lm_coef, **values):
         self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
-        super().__init__(cfg, _GptPieces(tokenizer, self.special))
+        self.lm_coef = lm_coef
+        super().__init__(_GptPieces(tokenizer, self.special), **values)
 
     def _encode(self, split):
         encoded = super()._encode(split)
@@ -207,29 +212,32 @@ class GptNerTask(NerTask):
         return encoded
 
     def build_model(self, backbone):
-        return GptTokenTagger(backbone, len(self.label_list), lm_coef=self.cfg.lm_coef)
+        return GptTokenTagger(backbone, len(self.label_list), lm_coef=self.lm_coef)
 
 
 class GptSwagTask(SwagTask):
     """`--model=gpt --task=swag`: each ending is a row `_start_ sent1
     _delimiter_ sent2 ending_k _classify_` (GPT's multiple-choice layout,
-    split as BERT's: sent2 goes with the ending it begins), `(N, 4, S)`."""
+    split as BERT's: sent2 goes with the ending it begins), `(N, 4, S)`.
+    `lm_coef`: the weight of the auxiliary LM loss; the other values are
+    `SwagTask`'s."""
 
-    def __init__(self, cfg, tokenizer):
-        super().__init__(cfg, tokenizer)
+    def __init__(self, tokenizer, *, lm_coef, **values):
+        super().__init__(tokenizer, **values)
+        self.lm_coef = lm_coef
         self.special = FineTuningIds.appended_to(tokenizer.vocab_size)
 
     def _encode(self, examples):
         encode = self.tokenizer.encode
         contexts = [encode(e.context) for e in examples]
         choices = [[encode(f"{e.start} {ending}") for ending in e.endings] for e in examples]
-        x = multiple_choice_inputs(contexts, choices, self.special, self.cfg.max_seq_length)
+        x = multiple_choice_inputs(contexts, choices, self.special, self.max_seq_length)
         labeled = examples and examples[0].label is not None
         y = np.asarray([e.label for e in examples], np.int32) if labeled else None
         return swag.EncodedSwag(x, y)
 
     def build_model(self, backbone):
-        return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.cfg.lm_coef)
+        return GptMultipleChoice(backbone, self.special.classify, lm_coef=self.lm_coef)
 
 
 class GptTextClassificationTask(GptGlueTask, TextClassificationTask):
@@ -239,16 +247,17 @@ class GptTextClassificationTask(GptGlueTask, TextClassificationTask):
 
 def make_gpt_task(cfg, tokenizer):
     """The task object for `--model=gpt` (`glue/<name>`, `text_classification`, `ner` or
-    `swag`)."""
+    `swag`): `task_values` of `cfg` and its `lm_coef`."""
+    values = {**task_values(cfg), "lm_coef": cfg.lm_coef}
     if cfg.task.startswith("glue/"):
-        return GptGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        return GptGlueTask(tokenizer, cfg.task.split("/", 1)[1], **values)
     if cfg.task == "text_classification":
-        return GptTextClassificationTask(cfg, tokenizer, cfg.task)
+        return GptTextClassificationTask(tokenizer, cfg.task, **values)
     tasks = {"ner": GptNerTask, "swag": GptSwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=gpt: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}), ner or swag.")
-    return tasks[cfg.task](cfg, tokenizer)
+    return tasks[cfg.task](tokenizer, **values)
 
 
 class GptFinetune(FinetuneRecipe):

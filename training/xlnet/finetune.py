@@ -64,6 +64,7 @@ from training.finetuning.tasks import GlueTask
 from training.finetuning.tasks import NerTask
 from training.finetuning.tasks import SquadTask
 from training.finetuning.tasks import SwagTask
+from training.finetuning.tasks import task_values
 from training.finetuning.text_classification import TextClassificationTask
 from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 from training.tasks import glue
@@ -217,8 +218,8 @@ class XLNetGlueTask(GlueTask):
     """`--model=xlnet --task=glue/<name>`: `A <sep> (B <sep>) <cls>`, left-padded,
     into `XLNetClassifier`. Truncation and `--window_stride` windows as BERT's."""
 
-    def __init__(self, cfg, tokenizer, name):
-        super().__init__(cfg, _XLNetPieces(tokenizer), name)
+    def __init__(self, tokenizer, name, **values):
+        super().__init__(_XLNetPieces(tokenizer), name, **values)
         self.special = XLNetSpecialIds.of(tokenizer)
 
     def _encode(self, examples):
@@ -234,8 +235,8 @@ class XLNetNerTask(NerTask):
     """`--model=xlnet --task=ner`: CoNLL rows `pieces <sep> <cls>`, left-padded;
     each word's label on its first piece (moved with it), `XLNetTokenTagger`."""
 
-    def __init__(self, cfg, tokenizer):
-        super().__init__(cfg, _XLNetPieces(tokenizer))
+    def __init__(self, tokenizer, **values):
+        super().__init__(_XLNetPieces(tokenizer), **values)
         self.special = XLNetSpecialIds.of(tokenizer)
 
     def _encode(self, split):
@@ -259,8 +260,8 @@ class XLNetSwagTask(SwagTask):
     """`--model=xlnet --task=swag`: each ending a row `sent1 <sep> sent2 ending_k
     <sep> <cls>` (BERT's split of the texts), `(N, 4, S)`, `XLNetMultipleChoice`."""
 
-    def __init__(self, cfg, tokenizer):
-        super().__init__(cfg, _XLNetPieces(tokenizer))
+    def __init__(self, tokenizer, **values):
+        super().__init__(_XLNetPieces(tokenizer), **values)
         self.special = XLNetSpecialIds.of(tokenizer)
 
     def _encode(self, examples):
@@ -277,14 +278,13 @@ class XLNetSquadTask(SquadTask):
     (`xlnet_squad_features`), `XLNetQuestionAnswerer`, `decode_xlnet_squad`."""
 
     def _features(self, examples, is_training):
-        cfg = self.cfg
-        return xlnet_squad_features(examples, self.tokenizer, cfg.max_seq_length,
-                                    cfg.doc_stride, cfg.max_query_length, is_training)
+        return xlnet_squad_features(examples, self.tokenizer, self.max_seq_length,
+                                    self.doc_stride, self.max_query_length, is_training)
 
     def _decode(self, examples, features, out, **threshold):
         return decode_xlnet_squad(
             examples, features, out["start_logits"], out["end_logits"],
-            n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length,
+            n_best_size=self.n_best_size, max_answer_length=self.max_answer_length,
             version_2_with_negative=self.version_2, **threshold)
 
     def build_model(self, backbone):
@@ -297,16 +297,17 @@ class XLNetTextClassificationTask(XLNetGlueTask, TextClassificationTask):
 
 def make_xlnet_task(cfg, tokenizer):
     """The task object for `--model=xlnet` (`glue/<name>`, `text_classification`,
-    `squad`, `ner` or `swag`)."""
+    `squad`, `ner` or `swag`): `task_values` of `cfg`."""
+    values = task_values(cfg)
     if cfg.task.startswith("glue/"):
-        return XLNetGlueTask(cfg, tokenizer, cfg.task.split("/", 1)[1])
+        return XLNetGlueTask(tokenizer, cfg.task.split("/", 1)[1], **values)
     if cfg.task == "text_classification":
-        return XLNetTextClassificationTask(cfg, tokenizer, cfg.task)
+        return XLNetTextClassificationTask(tokenizer, cfg.task, **values)
     tasks = {"squad": XLNetSquadTask, "ner": XLNetNerTask, "swag": XLNetSwagTask}
     if cfg.task not in tasks:
         raise SystemExit(f"Unknown --task={cfg.task!r} for --model=xlnet: use glue/<name> "
                          f"({', '.join(sorted(glue.TASKS))}), squad, ner or swag.")
-    return tasks[cfg.task](cfg, tokenizer)
+    return tasks[cfg.task](tokenizer, **values)
 
 
 # --- Training batches of similar length -------------------------------------------------------
