@@ -1,5 +1,6 @@
 """What the families' checkpoint converters share: Hub names
-(`hub_names`), Hugging Face folders' files (`hf_files`), keras-hub presets
+(`hub_names`), Hugging Face folders' files (`hf_files`) and
+`config.json` (`hf_config`), keras-hub presets
 (`keras_hub_common`) and `.keras` files (`keras_files`). BERT's converters
 live in `keras_bert_impl.bert`. Their names stay importable from here, the
 path the guides show (`from keras_bert_impl.checkpoints import
