@@ -1,10 +1,10 @@
 """What the families' tokenizers share: the original BasicTokenizer in Python
 (`basic_tokenizer`) and in TensorFlow ops (`graph_basic_tokenizer`), and
 pair truncation in Python (`pairs`) and in the graph (`graph_pairs`).
-BERT's WordPiece tokenizers live in `keras_bert_impl.bert`. Their names stay importable from here, the path the
-guides have always shown (`from keras_bert_impl.tokenizers import
-BertTokenizer`), looked up when first used: loading this room imports no
-family.
+BERT's WordPiece tokenizers live in `keras_bert_impl.bert`. Their names
+stay importable from here, the path the guides have always shown (`from
+keras_bert_impl.tokenizers import BertTokenizer`), looked up when first
+used: loading this room imports no family.
 """
 
 from keras_bert_impl.base.lazy_names import lazy_names
