@@ -36,6 +36,7 @@ from tf_records.manifest import verify_shards
 from training.pretraining.common import checkpoint_interval
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
+from training.pretraining.recipe import has_manifest
 from training.pretraining.recipe import pretrain_recipe
 from training.run.config_flags import check_at_least
 from training.run.config_flags import check_one_of
@@ -55,9 +56,10 @@ WRITERS = {"bert": "tf_records.create_pretraining_data", "lm": "tf_records.creat
            "elmo": "tf_records.create_elmo_data", "xlnet": "tf_records.create_xlnet_data"}
 
 
-def check_flags(cfg):
+def check_flags(cfg, manifests=None):
     """`SystemExit` naming the first flag out of range, unknown, or naming a
-    path that is not there. Reads only the flags' paths."""
+    path that is not there. Reads only the flags' paths. `manifests`: the
+    records' manifests (`read_records_manifests(cfg)`); None: read here."""
     check_at_least(cfg, {
         "vocab_size": 1, "max_seq_length": 2, "max_predictions_per_seq": 1, "dupe_factor": 1,
         "global_batch_size": 1, "shuffle_buffer": 0, "length_grouping": 0,
@@ -99,7 +101,7 @@ def check_flags(cfg):
                          f"checkpoint interval ({interval} batches; --checkpoint_every_steps="
                          f"{cfg.checkpoint_every_steps}).")
     for flag in ("input", "heldout_input"):
-        _check_source(getattr(cfg, flag), flag)
+        _check_source(getattr(cfg, flag), flag, manifests)
     if cfg.heldout_input and is_tfrecords(cfg.input) and not is_tfrecords(cfg.heldout_input):
         raise SystemExit(f"--heldout_input={cfg.heldout_input} must be TFRecords when --input is "
                          f"({cfg.input}).")
@@ -115,16 +117,46 @@ def check_flags(cfg):
     check_output_folder(cfg.output_dir, marks=("run_config.json",))
 
 
-def _check_source(spec, flag):
+def read_records_manifests(cfg):
+    """{path: its manifest, or the error reading it raised (`ValueError`,
+    `OSError`)} of `--input` and `--heldout_input`, each that names a
+    records folder or its manifest.json: every file read once, for the
+    checks and the run to share. An error is raised where a check asks
+    for that manifest (`records_manifest`), in the checks' order."""
+    manifests = {}
+    for spec in (cfg.input, cfg.heldout_input):
+        if spec and has_manifest(spec) and spec not in manifests:
+            try:
+                manifests[spec] = read_manifest(spec)
+            except (ValueError, OSError) as e:
+                manifests[spec] = e
+    return manifests
+
+
+def records_manifest(spec, flag, manifests=None):
+    """The manifest of `spec` (a records folder or its manifest.json) from
+    `manifests` (`read_records_manifests`), read here where they hold none;
+    `SystemExit` "--<flag>=<spec>: <why>" where it could not be read."""
+    found = manifests.get(spec) if manifests else None
+    if found is None:
+        try:
+            found = read_manifest(spec)
+        except ValueError as e:
+            found = e
+    if isinstance(found, ValueError):
+        raise SystemExit(f"--{flag}={spec}: {found}") from None
+    if isinstance(found, OSError):
+        raise found
+    return found
+
+
+def _check_source(spec, flag, manifests=None):
     """Text globs must each match a file and hold some text; records must
-    have a readable manifest."""
+    have a readable manifest (`manifests`: as `check_flags` takes them)."""
     if not spec:
         return
-    if os.path.isdir(spec) or spec.endswith(".json"):
-        try:
-            read_manifest(spec)
-        except ValueError as e:
-            raise SystemExit(f"--{flag}={spec}: {e}") from None
+    if has_manifest(spec):
+        records_manifest(spec, flag, manifests)
         return
     try:
         files = match_files(spec, f"--{flag}")
@@ -134,7 +166,7 @@ def _check_source(spec, flag):
         raise SystemExit(str(e)) from None
 
 
-def agree_with_records(cfg, defaults, explicit=None):
+def agree_with_records(cfg, defaults, explicit=None, manifests=None):
     """`cfg` with the records' settings where `--input` names records with a
     manifest: a flag not given (`explicit`: the names given on the command
     line; None: those that differ from their default) takes the records'
@@ -142,8 +174,9 @@ def agree_with_records(cfg, defaults, explicit=None):
     both. Also refuses records of another model, and a `--vocab_file` or
     held-out records whose vocabulary differs from the training records'.
     `defaults`: the settings with no flag given, for `cfg.model` (the caller
-    makes them: this module does not import the command)."""
-    manifest = _manifest(cfg.input, "input")
+    makes them: this module does not import the command). `manifests`: the
+    records' manifests (`read_records_manifests(cfg)`); None: read here."""
+    manifest = _manifest(cfg.input, "input", manifests)
     if manifest is None:
         return cfg
     if explicit is None:
@@ -179,7 +212,7 @@ def agree_with_records(cfg, defaults, explicit=None):
             f"the flag was left at its default {mine!r}.")
         changes[flag] = value
     _check_vocabulary(cfg, manifest)
-    heldout = _manifest(cfg.heldout_input, "heldout_input")
+    heldout = _manifest(cfg.heldout_input, "heldout_input", manifests)
     if heldout is not None:
         if heldout["schema"].get("kind", "bert") != kind:
             raise SystemExit(f"--heldout_input={cfg.heldout_input} holds "
@@ -193,13 +226,12 @@ def agree_with_records(cfg, defaults, explicit=None):
     return dataclasses.replace(cfg, **changes)
 
 
-def _manifest(spec, flag):
-    if not spec or not (os.path.isdir(spec) or spec.endswith(".json")):
+def _manifest(spec, flag, manifests):
+    """The manifest `spec` names (`records_manifest`), None where it names
+    none (text, a glob); `SystemExit` for one that is not our writers'."""
+    if not spec or not has_manifest(spec):
         return None
-    try:
-        manifest = read_manifest(spec)
-    except ValueError as e:
-        raise SystemExit(f"--{flag}={spec}: {e}") from None
+    manifest = records_manifest(spec, flag, manifests)
     if "schema" not in manifest or "shards" not in manifest:
         raise SystemExit(f"--{flag}={spec}: the manifest has no schema or shards: not one of our "
                          "writers' manifests.")
@@ -237,15 +269,17 @@ def _count_lines(path):
         return sum(1 for _ in f)
 
 
-def verify_records(source):
+def verify_records(source, manifest=None):
     """Checks every shard of a records folder against its manifest (sha256
     and record framing), naming the first bad shard; prints what it
-    checked and the time it took. Does nothing for records without a
-    manifest."""
-    if not source or not (os.path.isdir(source) or source.endswith(".json")):
-        return
+    checked and the time it took; returns the manifest. `manifest`:
+    `source`'s, already read (None: read here). Does nothing for records
+    without a manifest (returns None)."""
+    if not source or not has_manifest(source):
+        return None
     start = time.perf_counter()
-    manifest = read_manifest(source)
+    if manifest is None:
+        manifest = read_manifest(source)
     try:
         verify_shards(manifest)
         check_shard_framing(manifest)
@@ -255,6 +289,7 @@ def verify_records(source):
                for s in manifest["shards"])
     say(f"Checked {len(manifest['shards'])} shards ({size / 1e6:.1f} MB) of {source} against "
         f"the manifest's sha256 ({time.perf_counter() - start:.1f} s)")
+    return manifest
 
 
 def check_bare_records(cfg, source):

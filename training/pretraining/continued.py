@@ -52,11 +52,11 @@ from keras_bert_impl.bert.load_backbone import find_vocab_file
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
 from keras_bert_impl.checkpoints.keras_files import check_keras_file
 from tf_records.manifest import file_sha256
-from tf_records.manifest import read_manifest
-from training.pretraining.common import is_tfrecords
+from training.pretraining.checks import records_manifest
 from training.pretraining.common import say
 from training.pretraining.common import write_json
 from training.pretraining.recipe import FAMILIES
+from training.pretraining.recipe import has_manifest
 from training.pretraining.recipe import pretrain_recipe
 
 # The original README's learning rate for pretraining from a BERT checkpoint
@@ -163,10 +163,12 @@ def _casing(path, kind):
     return None
 
 
-def with_init_checkpoint(cfg, explicit):
+def with_init_checkpoint(cfg, explicit, manifests=None):
     """`(cfg, InitCheckpoint)`: `cfg` with the checkpoint's vocabulary,
     casing and (unless typed) learning rate, each change said in a line;
-    typed flags the checkpoint contradicts are refused, naming both."""
+    typed flags the checkpoint contradicts are refused, naming both.
+    `manifests`: the records' manifests
+    (`training.pretraining.checks.read_records_manifests`); None: read here."""
     family = pretrain_recipe(cfg.model)
     if not family.checkpoint_formats:
         continued = [pretrain_recipe(name).name for name in FAMILIES
@@ -217,7 +219,7 @@ def with_init_checkpoint(cfg, explicit):
             f"from-scratch default is {cfg.learning_rate:g}).")
     cfg = dataclasses.replace(cfg, **changes)
     if family.records_hold_casing:
-        _check_records(cfg, init, where)  # other families': agree_with_records, by sha256
+        _check_records(cfg, where, manifests)  # other families': agree_with_records, by sha256
     return cfg, init
 
 
@@ -257,13 +259,13 @@ def _check_size(cfg, explicit, config, where):
                          f"{config.vocab_size}-token vocabulary. Leave --vocab_size out.")
 
 
-def _check_records(cfg, init, where):
+def _check_records(cfg, where, manifests):
     """Records given as `--input` must be written with the checkpoint's
-    vocabulary and casing."""
-    if not is_tfrecords(cfg.input) or not (os.path.isdir(cfg.input)
-                                           or cfg.input.endswith(".json")):
+    vocabulary and casing; records whose manifest cannot be read are
+    refused as `check_flags` refuses them."""
+    if not cfg.input or not has_manifest(cfg.input):
         return
-    manifest = read_manifest(cfg.input)
+    manifest = records_manifest(cfg.input, "input", manifests)
     theirs = manifest.get("vocab_sha256")
     mine = file_sha256(cfg.vocab_file)
     if theirs and theirs != mine:

@@ -1,13 +1,16 @@
 """The pretraining command's one pass from flags to the run's final config:
 the step count, the model family's defaults, the checkpoint continued from,
-the flag checks, the records' agreement and the precision. Everything after
-it reads the config it returns and changes nothing in it."""
+the flag checks, the records' agreement and the precision. `--input`'s and
+`--heldout_input`'s manifests are read once, here, and handed to the
+checks and to the run. Everything after it reads the config it returns and
+changes nothing in it."""
 
 import dataclasses
 
 from training.pretraining.checks import agree_with_records
 from training.pretraining.checks import check_bare_records
 from training.pretraining.checks import check_flags
+from training.pretraining.checks import read_records_manifests
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.config import DEFAULT_TRAIN_STEPS
@@ -23,10 +26,13 @@ PHASE2_FLAGS = ("phase2_max_seq_length", "phase2_max_predictions_per_seq")
 @dataclasses.dataclass(frozen=True)
 class Resolved:
     """The run's final config, the `InitCheckpoint` it continues from (or
-    None), and the flags typed with their values (None: not known)."""
+    None), the flags typed with their values (None: not known), and the
+    manifests of the records `--input` and `--heldout_input` name
+    ({path as typed: manifest}; none for text or a glob)."""
     cfg: PretrainConfig
     init: object
     typed: dict | None
+    manifests: dict = dataclasses.field(default_factory=dict)
 
 
 def resolve(cfg, explicit=None):
@@ -39,18 +45,20 @@ def resolve(cfg, explicit=None):
         cfg = dataclasses.replace(cfg, num_train_steps=DEFAULT_TRAIN_STEPS.get(cfg.model, 3000))
     defaults = with_model_defaults(PretrainConfig(model=cfg.model))
     cfg, explicit = _family_defaults(cfg, explicit, defaults)
+    # Read once, here; one that cannot be read is refused by the first check that asks for it.
+    manifests = read_records_manifests(cfg)
     init = None
     if cfg.init_checkpoint:
-        cfg, init = with_init_checkpoint(cfg, explicit)
+        cfg, init = with_init_checkpoint(cfg, explicit, manifests)
         explicit |= {"vocab_file", "do_lower_case"}  # the checkpoint's: records must agree
-    check_flags(cfg)
-    cfg = agree_with_records(cfg, defaults, explicit)
+    check_flags(cfg, manifests)
+    cfg = agree_with_records(cfg, defaults, explicit, manifests)
     for source in (cfg.input, cfg.heldout_input):  # a glob's records: the flags' lengths
         if is_tfrecords(source):
             check_bare_records(cfg, source)
     if cfg.mixed_precision is None:
         cfg = dataclasses.replace(cfg, mixed_precision=unset_mixed_precision(cfg))
-    return Resolved(cfg, init, typed)
+    return Resolved(cfg, init, typed, manifests)
 
 
 def _family_defaults(cfg, explicit, defaults):

@@ -33,12 +33,13 @@ class _Schedule:
 
 
 def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=None,
-          phase2=None):
+          phase2=None, train_manifest=None):
     """Builds, restores and fits (each batch in `slices`, `BatchSlices`); returns
     (model, model_config, step, nan). `at_start(model, model_config)`: called
     before the first step of a run that starts at step 0. `phase2`:
     `(recipe, records)` of the second phase (`--phase2_steps`): its batches
-    follow phase 1's in the same fit, schedule and checkpoints."""
+    follow phase 1's in the same fit, schedule and checkpoints.
+    `train_manifest`: `train_source`'s manifest, already read (None: read here)."""
     replicas_batch(strategy, cfg.global_batch_size)  # checks divisibility
     schedule = _schedule(cfg, bool(phase2))
     keras.utils.set_random_seed(cfg.seed)
@@ -61,7 +62,8 @@ def train(cfg, recipe, strategy, train_source, vocab_size, slices=1, at_start=No
         dataset = _local_dataset(cfg, recipe, train_source, model_config, step)
     else:
         dataset = strategy.distribute_datasets_from_function(
-            _distributed_dataset_fn(cfg, recipe, strategy, train_source, model_config, step))
+            _distributed_dataset_fn(cfg, recipe, strategy, train_source, model_config, step,
+                                    train_manifest))
     saver = CheckpointEveryEpoch(checkpoint, schedule.interval)
     log = TrainingLog(
         schedule.total, step, schedule.interval, cfg.log_every_steps, cfg.global_batch_size,
@@ -131,9 +133,11 @@ def _local_dataset(cfg, recipe, source, model_config, start):
         length_grouping=cfg.length_grouping))
 
 
-def _distributed_dataset_fn(cfg, recipe, strategy, train_source, model_config, step):
+def _distributed_dataset_fn(cfg, recipe, strategy, train_source, model_config, step,
+                            train_manifest=None):
     """The `distribute_datasets_from_function` argument: each input
-    pipeline's share of the records, from batch `step`, said in a line."""
+    pipeline's share of the records, from batch `step`, said in a line
+    (`train_manifest`: as `train` takes it)."""
     def dataset_fn(context):
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
         sharded = context.num_input_pipelines > 1
@@ -141,7 +145,8 @@ def _distributed_dataset_fn(cfg, recipe, strategy, train_source, model_config, s
             say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
                 f"{recipe.pipeline_streams(train_source, context)}")
         elif sharded and (os.path.isdir(train_source) or train_source.endswith(".json")):
-            files = [s["file"] for s in read_manifest(train_source)["shards"]]
+            manifest = train_manifest or read_manifest(train_source)
+            files = [s["file"] for s in manifest["shards"]]
             mine, _ = pipeline_share(files, None, context)
             say(f"Input pipeline {context.input_pipeline_id} of {context.num_input_pipelines} "
                 f"reads {', '.join(mine)}")

@@ -41,12 +41,14 @@ from training.run.distribution import make_strategy
 
 @dataclasses.dataclass
 class _Data:
-    """The run's records and vocabulary; `phase2`: (recipe, training
-    records, held-out records) of `--phase2_steps`, or None."""
+    """The run's records and vocabulary; `train_manifest`: the training
+    records' manifest (None: records without one); `phase2`: (recipe,
+    training records, held-out records) of `--phase2_steps`, or None."""
     train: str
     heldout: str
     vocab_file: str
     vocab_size: int
+    train_manifest: dict | None = None
     phase2: tuple | None = None
 
 
@@ -68,7 +70,7 @@ def run(cfg, explicit=None):
     role, lock = _open_output(cfg, recipe, resolved.typed)
     chief = role in ("", "chief-0", "worker-0")
     strategy, slices, op_threads = _start_keras(cfg, recipe)
-    data = _prepare_data(cfg, recipe, init, strategy)
+    data = _prepare_data(cfg, recipe, init, strategy, resolved.manifests)
     at_start = None
     # The checkpoint's held-out loss, to beat (where the recipe evaluates it).
     if init and data.heldout and chief and recipe.evaluates_at_start:
@@ -79,7 +81,7 @@ def run(cfg, explicit=None):
 
     model, model_config, step, bad_loss = train(
         cfg, recipe, strategy, data.train, data.vocab_size, slices, at_start,
-        data.phase2[:2] if data.phase2 else None)
+        data.phase2[:2] if data.phase2 else None, data.train_manifest)
     if bad_loss:
         raise SystemExit(f"The loss became {bad_loss[1]} by batch {bad_loss[0]}: stopped; the last "
                          f"good checkpoint is kept in {os.path.join(cfg.output_dir, 'checkpoints')}.")
@@ -128,14 +130,17 @@ def _start_keras(cfg, recipe):
     return make_strategy(cfg.strategy, cfg.tpu), slices, op_threads
 
 
-def _prepare_data(cfg, recipe, init, strategy):
+def _prepare_data(cfg, recipe, init, strategy, manifests=None):
     """-> `_Data`: the records written (or given) and checked shard by shard,
-    a bad shard named now, not mid-run by a `DataLossError`."""
+    a bad shard named now, not mid-run by a `DataLossError`. `manifests`:
+    {path: manifest} already read (`Resolved.manifests`); the records
+    written here are read once, after writing."""
+    manifests = manifests or {}
     train_source, heldout_source, vocab_file = prepare_data(recipe)
-    for source in (train_source, heldout_source):
-        verify_records(source)
+    train_manifest = verify_records(train_source, manifests.get(train_source))
+    verify_records(heldout_source, manifests.get(heldout_source))
     data = _Data(train_source, heldout_source, vocab_file,
-                 recipe.vocab_size(train_source, vocab_file))
+                 recipe.vocab_size(train_source, vocab_file), train_manifest)
     if not cfg.phase2_steps:
         return data
     # Phase 2: the same text, written again at phase 2's length.
