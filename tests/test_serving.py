@@ -143,8 +143,8 @@ def test_atomic_writers_give_the_umask_modes(tmp_path):
     vocabularies, copied files) get 0666 less the umask, as `open` gives."""
     from keras_bert_impl.base.json_files import copy_atomic
     from keras_bert_impl.base.json_files import write_json_atomic
+    from keras_bert_impl.base.json_files import write_text_atomic
     from keras_bert_impl.bert.wordpiece_learner import write_vocab
-    from keras_bert_impl.gpt.bpe_learner import _write_atomically
 
     for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
         umask = os.umask(mask)
@@ -153,7 +153,7 @@ def test_atomic_writers_give_the_umask_modes(tmp_path):
             folder.mkdir()
             write_json_atomic(str(folder / "config.json"), {"a": 1})
             copy_atomic(VOCAB, str(folder / "vocab.txt"))
-            _write_atomically(str(folder / "merges.txt"), "a b\n")
+            write_text_atomic(str(folder / "merges.txt"), "a b\n")  # GPT's merges.txt writer
             write_vocab(["[PAD]", "a"], str(folder / "learned.txt"))
         finally:
             os.umask(umask)
