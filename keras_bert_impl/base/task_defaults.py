@@ -1,9 +1,11 @@
-"""Compile defaults every family's token taggers and span (question
-answering) models share: mixins placed before the family's task-model base,
-as `ClassifierDefaults` is for the classifiers."""
+"""Compile defaults every family's token taggers, span (question
+answering), multiple-choice and left-to-right language models share:
+mixins placed before the family's task-model base, as `ClassifierDefaults`
+is for the classifiers."""
 
 import keras
 
+from keras_bert_impl.losses import MaskedLMLoss
 from keras_bert_impl.metrics import SparseAccuracy
 
 SPAN_OUTPUTS = ("start_logits", "end_logits")
@@ -38,3 +40,30 @@ class SpanDefaults:
             metrics = {name: [SparseAccuracy(name="accuracy")] for name in SPAN_OUTPUTS}
         super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights,
                         metrics=metrics, **kwargs)
+
+
+class ChoiceDefaults:
+    """Compile defaults for a model whose logits score the choices, `(B, C)`."""
+
+    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
+        """Cross-entropy over the choices + accuracy by default."""
+        super().compile(
+            optimizer=optimizer,
+            loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=metrics or [SparseAccuracy(name="accuracy")],
+            **kwargs)
+
+
+class CausalLMDefaults:
+    """Compile defaults for a model whose one output, `lm`, predicts each next token."""
+
+    def compile(self, optimizer="adamw", loss=None, weighted_metrics=None, **kwargs):
+        """Compiles with the next-token loss and accuracy by default."""
+        super().compile(
+            optimizer=optimizer,
+            loss=loss or {"lm": MaskedLMLoss(name="lm_loss")},
+            weighted_metrics=weighted_metrics
+            # One output: Keras would not prefix the name, so name it fully.
+            or {"lm": [SparseAccuracy(name="lm_accuracy")]},
+            **kwargs,
+        )

@@ -2,20 +2,20 @@
 
 import keras
 
+from keras_bert_impl.base.task_defaults import ChoiceDefaults
 from keras_bert_impl.bert.bert_backbone import INPUT_NAMES
 from keras_bert_impl.bert.bert_task_model import BertTaskModel
 from keras_bert_impl.bert.bert_task_model import head_initializer
 from keras_bert_impl.bert.bert_task_model import pooled_output
 from keras_bert_impl.layers.choice_rows import FoldRows
 from keras_bert_impl.layers.choice_rows import UnfoldScores
-from keras_bert_impl.metrics import SparseAccuracy
 from keras_bert_impl.speed.fast_dropout import FastDropout
 
 # B=batch, C=choices, S=sequence, H=hidden
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertMultipleChoice(BertTaskModel):
+class BertMultipleChoice(ChoiceDefaults, BertTaskModel):
     """SWAG-style multiple choice (paper Sec. 4.4).
 
     Each (context, ending) pair is one BERT input; a vector dotted with its
@@ -68,11 +68,3 @@ class BertMultipleChoice(BertTaskModel):
                                  f"Received shape={tuple(inputs[name].shape)}.")
         # The backbone checks dtypes, lengths and id ranges on the folded rows.
         return super(BertTaskModel, self).call(inputs, training=training, mask=mask)
-
-    def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
-        """Cross-entropy over the choices + accuracy by default."""
-        super().compile(
-            optimizer=optimizer,
-            loss=loss or keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=metrics or [SparseAccuracy(name="accuracy")],
-            **kwargs)

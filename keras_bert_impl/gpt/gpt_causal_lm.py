@@ -4,7 +4,7 @@ import keras
 
 from keras_bert_impl.base.backbone import as_backbone
 from keras_bert_impl.base.backbone import sequence_inputs
-from keras_bert_impl.base.causal_lm_defaults import CausalLMDefaults
+from keras_bert_impl.base.task_defaults import CausalLMDefaults
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES
 from keras_bert_impl.gpt.gpt_backbone import check_gpt_inputs

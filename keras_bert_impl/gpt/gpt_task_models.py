@@ -25,8 +25,8 @@ loss is exactly the task loss. The logs show the unweighted L1 as `lm_loss`.
 
 import keras
 
-from keras_bert_impl.base.choice_defaults import ChoiceDefaults
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
+from keras_bert_impl.base.task_defaults import ChoiceDefaults
 from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
 from keras_bert_impl.gpt.gpt_backbone import INPUT_NAMES

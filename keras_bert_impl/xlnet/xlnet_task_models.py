@@ -29,9 +29,9 @@ SavedModel takes int32 ids only, as BERT's.
 
 import keras
 
-from keras_bert_impl.base.choice_defaults import ChoiceDefaults
 from keras_bert_impl.base.classifier_defaults import ClassifierDefaults
 from keras_bert_impl.base.layer_config import NamedConfig
+from keras_bert_impl.base.task_defaults import ChoiceDefaults
 from keras_bert_impl.base.task_defaults import SpanDefaults
 from keras_bert_impl.base.task_defaults import TaggerDefaults
 from keras_bert_impl.base.task_model import TaskModel
