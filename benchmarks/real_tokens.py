@@ -90,14 +90,15 @@ def _child(setting, data_dir, steps):
         cpu_op_threads(slices)  # before TensorFlow starts, as the main job
     import keras
 
-    from training.bert.recipe import BertRecipe
+    from training.pretrain import make_recipe
+    from training.pretraining.command.recipes import prepare_data
     from training.run.optimization import OptimizerConfig
     from training.run.optimization import create_optimizer
 
     if bf16:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    recipe = BertRecipe(cfg)
-    train_source, _, vocab_file = recipe.prepare_data()  # written by the parent already
+    recipe = make_recipe(cfg)
+    train_source, _, vocab_file = prepare_data(recipe, cfg)  # written by the parent already
     keras.utils.set_random_seed(cfg.seed)  # the same initial weights for every setting
     model, model_config = recipe.build_model(recipe.vocab_size(train_source, vocab_file))
     model.batch_slices = cfg.batch_slices
@@ -131,12 +132,13 @@ def main(argv):
         return _child(FLAGS.child, FLAGS.data_dir, FLAGS.steps)
     for setting in FLAGS.settings:
         _setting(setting)  # a bad setting stops before anything runs
-    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
+    from training.pretraining.command.recipes import prepare_data
 
     out = FLAGS.data_dir or tempfile.mkdtemp(prefix="real_tokens_")
     cfg = PretrainConfig(output_dir=out)  # the main job's settings
-    BertRecipe(cfg).prepare_data()
+    prepare_data(make_recipe(cfg), cfg)
     children = []
     for setting in FLAGS.settings:
         child = subprocess.Popen(

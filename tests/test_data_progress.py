@@ -113,14 +113,14 @@ def test_gpt_vocabulary_and_window_progress(tmp_path, capsys, every_update):
     from tf_records.documents import read_documents
     from tf_records.manifest import read_manifest
     from training import learn_vocab
-    from training.gpt.recipe import GptRecipe
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
     from training.pretraining.command.recipes import prepare_data
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
-    recipe = GptRecipe(PretrainConfig(model="gpt", input=text, output_dir=str(tmp_path / "run"),
-                                      vocab_size=300, max_seq_length=16))
-    train, _, vocab_file = prepare_data(recipe)
+    cfg = PretrainConfig(model="gpt", input=text, output_dir=str(tmp_path / "run"),
+                         vocab_size=300, max_seq_length=16)
+    train, _, vocab_file = prepare_data(make_recipe(cfg), cfg)
     lines = capsys.readouterr().out.splitlines()
     with open(vocab_file, encoding="utf-8") as f:
         vocab = json.load(f)
@@ -168,14 +168,14 @@ def test_elmo_vocabulary_and_stream_progress(tmp_path, capsys, every_update):
     from tf_records import create_elmo_data
     from tf_records.command_line.progress import Reporter
     from tf_records.manifest import read_manifest
-    from training.elmo.recipe import ElmoRecipe
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
     from training.pretraining.command.recipes import prepare_data
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
-    recipe = ElmoRecipe(PretrainConfig(model="elmo", input=text, output_dir=str(tmp_path / "run"),
-                                       vocab_size=250, max_seq_length=7, global_batch_size=3))
-    train, _, vocab_file = prepare_data(recipe)
+    cfg = PretrainConfig(model="elmo", input=text, output_dir=str(tmp_path / "run"),
+                         vocab_size=250, max_seq_length=7, global_batch_size=3)
+    train, _, vocab_file = prepare_data(make_recipe(cfg), cfg)
     lines = capsys.readouterr().out.splitlines()
     assert _step(lines, "Counting words", "MB", all_done=False)[2] == {"vocabulary": 250}
     manifest = read_manifest(train)
@@ -212,16 +212,16 @@ def test_xlnet_sentencepiece_and_record_progress(tmp_path, capsys, every_update)
     from tf_records.manifest import read_manifest
     from training import learn_vocab
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
     from training.pretraining.command.recipes import prepare_data
-    from training.xlnet.recipe import XLNetRecipe
 
     text = write_docstring_corpus(tmp_path / "text.txt", (os.path, json), 60, 6)
     text_lines = sum(1 for line in open(text, encoding="utf-8") if line.strip())
-    recipe = XLNetRecipe(PretrainConfig(
+    cfg = PretrainConfig(
         model="xlnet", input=text, heldout_input=text, output_dir=str(tmp_path / "run"),
         vocab_size=200, max_seq_length=16, max_predictions_per_seq=3, global_batch_size=2,
-        dupe_factor=2))
-    train, heldout, _ = prepare_data(recipe)
+        dupe_factor=2)
+    train, heldout, _ = prepare_data(make_recipe(cfg), cfg)
     lines = capsys.readouterr().out.splitlines()
 
     def assert_sentencepiece(lines):

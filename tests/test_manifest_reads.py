@@ -1,12 +1,10 @@
 """`python -m training.pretrain --input=<records folder>` reads each records
 folder's `manifest.json` once on its way to the data step: the config's one
 pass (`training.pretraining.resolve`) reads `--input`'s and
-`--heldout_input`'s, and the flag checks, the checkpoint's check and the
-shards' sha256 check (`verify_records`) take what it read.
-
-The family's recipe hooks (`training/<family>/recipe.py`: `given_records`,
-`vocab_size`) take a records path and read its manifest themselves; their
-reads are counted apart and not asserted here.
+`--heldout_input`'s, and the flag checks, the checkpoint's check, the
+shards' sha256 check (`verify_records`) and the family's recipe
+(`given_records`, `vocab_size`: `PretrainRecipe.records_manifest`) take
+what it read.
 """
 
 import collections
@@ -64,7 +62,7 @@ def _counting_reads(monkeypatch):
 def test_each_manifest_is_read_once_before_training(tmp_path, monkeypatch):
     """--input and --heldout_input records with --init_checkpoint (every
     check that reads a manifest runs): the pretraining command's modules
-    read each folder's manifest once."""
+    and the family's recipe read each folder's manifest once in all."""
     train = _records(str(tmp_path / "train_records"), str(tmp_path / "train.txt"), 6)
     heldout = _records(str(tmp_path / "heldout_records"), str(tmp_path / "heldout.txt"), 2)
     checkpoint = str(tmp_path / "hf_tiny")
@@ -86,6 +84,6 @@ def test_each_manifest_is_read_once_before_training(tmp_path, monkeypatch):
                                   "mixed_precision"})
     ours = collections.Counter()
     for (module, folder), n in reads.items():
-        if module.startswith("training.pretraining"):
+        if module.startswith("training."):
             ours[folder] += n
     assert ours == {os.path.abspath(train): 1, os.path.abspath(heldout): 1}, sorted(reads.items())

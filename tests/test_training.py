@@ -467,7 +467,6 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
     no sentence pairs, so BERT's objective is MLM alone; one fit step on them.
     Other families refuse the flag."""
     from keras_bert_impl import BertMaskedLMPretrainer
-    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
     from training.pretrain import make_recipe
     from training.pretraining.command.recipes import prepare_data
@@ -477,13 +476,13 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
                            InstanceConfig(max_seq_length=64, max_predictions_per_seq=10,
                                           input_format="doc_sentences"),
                            WriterConfig(dupe_factor=1), progress=False)
-    assert BertRecipe(PretrainConfig(input_format="full_sentences")).ablation == "no_nsp"
-    assert BertRecipe(PretrainConfig(input_format="full_sentences", ablation="ltr")).ablation == "ltr"
+    assert make_recipe(PretrainConfig(input_format="full_sentences")).ablation == "no_nsp"
+    assert make_recipe(PretrainConfig(input_format="full_sentences", ablation="ltr")).ablation == "ltr"
     cfg = PretrainConfig(input=folder, vocab_file=VOCAB, max_seq_length=64,
                          max_predictions_per_seq=10)
-    recipe = BertRecipe(cfg)
+    recipe = make_recipe(cfg)
     assert recipe.ablation == ""
-    train_source, _, _ = prepare_data(recipe)
+    train_source, _, _ = prepare_data(recipe, cfg)
     assert recipe.ablation == "no_nsp"  # the manifest says doc_sentences
     model, model_config = recipe.build_model(recipe.vocab_size(train_source, VOCAB))
     assert isinstance(model, BertMaskedLMPretrainer)
@@ -497,9 +496,9 @@ def test_roberta_rows_train_masked_lm_only(tmp_path):
 
 
 def test_unknown_bert_preset_is_refused_before_anything_is_written(tmp_path):
-    from training.bert.recipe import BertRecipe
     from training.pretrain import PretrainConfig
+    from training.pretrain import make_recipe
 
     with pytest.raises(SystemExit, match="--preset='nope' is not a BERT size: tiny, mini"):
-        BertRecipe(PretrainConfig(preset="nope", output_dir=str(tmp_path / "run")))
+        make_recipe(PretrainConfig(preset="nope", output_dir=str(tmp_path / "run")))
     assert not (tmp_path / "run").exists()

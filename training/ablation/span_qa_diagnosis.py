@@ -104,11 +104,11 @@ def run_variant(cfg, variant, rate, folder):
         # they wrap the backbone it builds for the table's system, for this run.
         recipe = finetune_recipe(ft.model)
         build = recipe.build_backbone
-        recipe.build_backbone = lambda c, v: wrap_backbone(variant, build(c, v))
+        recipe.build_backbone = lambda self, v: wrap_backbone(variant, build(self, v))
         try:
             finetune.run(ft)
         finally:
-            del recipe.build_backbone  # the class's again
+            recipe.build_backbone = build  # the family's again
     with open(summary_path, encoding="utf-8") as f:
         return json.load(f)["history"]["dev_f1"][-1]
 

@@ -38,8 +38,10 @@ from training.finetuning.vocab_checks import check_vocab_of_checkpoint
 class BertFinetune(FinetuneRecipe):
     name = "bert"
     ablations = True
+    flags = FinetuneRecipe.flags + ("ablation",)
 
-    def resolve_own(self, cfg):
+    @classmethod
+    def resolve_own(cls, cfg):
         """The other families' flags refused; the default checkpoint, and its
         vocab.txt (or the one given, checked against the checkpoint's)."""
         refuse_elmo_flags(cfg)
@@ -61,49 +63,52 @@ class BertFinetune(FinetuneRecipe):
                                       unused_ok=True)
         return cfg
 
-    def check_checkpoint(self, cfg):
-        if not cfg.init_checkpoint:
+    def check_checkpoint(self):
+        if not self.flag.init_checkpoint:
             return
         try:
-            checkpoint_format(cfg.init_checkpoint)
+            checkpoint_format(self.flag.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
 
-    def tokenizer(self, cfg):
-        return BertTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+    def tokenizer(self):
+        return BertTokenizer(self.flag.vocab_file, do_lower_case=self.flag.do_lower_case)
 
-    def make_task(self, cfg, tokenizer):
-        if cfg.task == "text_classification":  # it builds on the tasks' GlueTask
-            return TextClassificationTask(tokenizer, **task_values(cfg))
-        return make_task(cfg, tokenizer)
+    def make_task(self, tokenizer):
+        if self.flag.task == "text_classification":  # it builds on the tasks' GlueTask
+            return TextClassificationTask(tokenizer, **task_values(self.flag))
+        return make_task(self.flag, tokenizer)
 
-    def build_backbone(self, cfg, vocab_size):
-        dtype = run_dtype(cfg.mixed_precision)
+    def build_backbone(self, vocab_size):
+        flag = self.flag
+        dtype = run_dtype(flag.mixed_precision)
         # LTR: causal in fine-tuning as in pretraining (the paper: removing the
         # mask at fine-tuning hurt). None keeps the checkpoint's attention.
-        causal = True if cfg.ablation in ("ltr", "ltr_bilstm") else None
-        if cfg.init_checkpoint:
-            backbone = load_backbone(cfg.init_checkpoint, dtype=dtype, causal=causal)
+        causal = True if flag.ablation in ("ltr", "ltr_bilstm") else None
+        if flag.init_checkpoint:
+            backbone = load_backbone(flag.init_checkpoint, dtype=dtype, causal=causal)
         else:
             backbone = BertBackbone.from_bert_config(
-                preset(cfg.preset).replace(vocab_size=vocab_size), causal=bool(causal),
+                preset(flag.preset).replace(vocab_size=vocab_size), causal=bool(causal),
                 dtype=dtype)
-        if cfg.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
+        if flag.ablation == "ltr_bilstm" and not isinstance(backbone, BertBiLstmBackbone):
             backbone = BertBiLstmBackbone(backbone)  # randomly initialized, for fine-tuning only
-        if cfg.ablation == "features" and not isinstance(backbone, BertFeatureBackbone):
+        if flag.ablation == "features" and not isinstance(backbone, BertFeatureBackbone):
             backbone = BertFeatureBackbone(backbone)  # BERT frozen, the BiLSTM trained
         return backbone
 
-    def check_backbone(self, cfg, tokenizer, backbone):
+    def check_backbone(self, tokenizer, backbone):
+        flag = self.flag
         if tokenizer.vocab_size > backbone.bert_config.vocab_size:
             raise SystemExit(
-                f"--vocab_file={cfg.vocab_file} holds {tokenizer.vocab_size} tokens, but the model "
-                f"from {cfg.init_checkpoint or cfg.preset} has {backbone.bert_config.vocab_size} "
+                f"--vocab_file={flag.vocab_file} holds {tokenizer.vocab_size} tokens, but the model "
+                f"from {flag.init_checkpoint or flag.preset} has {backbone.bert_config.vocab_size} "
                 "word embeddings: pass the checkpoint's own vocab.txt.")
 
-    def export(self, model, saved_model_dir, cfg, labels):
-        export_saved_model(model, saved_model_dir, cfg.vocab_file, cfg.do_lower_case,
-                           cfg.max_seq_length, labels=labels)
+    def export(self, model, saved_model_dir, labels):
+        flag = self.flag
+        export_saved_model(model, saved_model_dir, flag.vocab_file, flag.do_lower_case,
+                           flag.max_seq_length, labels=labels)
 
 
-RECIPE = BertFinetune()
+RECIPE = BertFinetune

@@ -20,7 +20,6 @@ from keras_bert_impl.bert.wordpiece_learner import count_words
 from keras_bert_impl.bert.wordpiece_learner import learn_from_counts
 from keras_bert_impl.bert.wordpiece_learner import reserved_tokens
 from keras_bert_impl.bert.wordpiece_learner import write_vocab
-from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.reader import pretraining_dataset
 from tf_records.bert.reader import to_left_to_right
 from tf_records.bert.writer import WriterConfig
@@ -80,23 +79,19 @@ def split_default_corpus(files, vocab_file, do_lower_case, max_seq_length):
             "tokens split at word boundaries")
 
 
-def instance_writer(cfg, vocab_file):
+def instance_writer(vocab_file, instance_config, dupe_factor, seed, do_lower_case, workers):
     """`write(side, files, folder)`: the NSP + MLM instances of `files`
-    (`write_pretraining_data`, `--dupe_factor` passes for training) as
-    records in `folder`, with progress lines; -> their manifest."""
-    instance_config = InstanceConfig(
-        max_seq_length=cfg.max_seq_length,
-        max_predictions_per_seq=cfg.max_predictions_per_seq,
-        do_whole_word_mask=cfg.do_whole_word_mask, input_format=cfg.input_format,
-        chinese_word_segmenter=cfg.chinese_word_segmenter)
+    (`write_pretraining_data`, `dupe_factor` passes for training, the
+    held-out side seeded `seed + 1`) as records in `folder`, with progress
+    lines; -> their manifest."""
 
     def write(side, files, folder):
         start = time.time()
         manifest = write_pretraining_data(
             files, vocab_file, folder, instance_config,
-            WriterConfig(dupe_factor=cfg.dupe_factor if side == "train" else 1,
-                         random_seed=cfg.seed + (side == "heldout"),
-                         do_lower_case=cfg.do_lower_case, num_workers=cfg.data_workers,
+            WriterConfig(dupe_factor=dupe_factor if side == "train" else 1,
+                         random_seed=seed + (side == "heldout"),
+                         do_lower_case=do_lower_case, num_workers=workers,
                          documents_per_block=500),
             progress=writing_progress(f"Writing {side} instances", files))
         records = sum(s["records"] for s in manifest["shards"])
@@ -148,11 +143,10 @@ def heldout_scores(model, heldout, train, vocab_size, ablation):
     return report(model, heldout, train, vocab_size)
 
 
-def say_fill_mask_examples(model, vocab_file, cfg, text):
-    """Says `--fill_mask_examples` sentences of `text` with a word masked,
-    and the model's guesses."""
+def say_fill_mask_examples(model, vocab_file, text, count, do_lower_case, max_seq_length, seed):
+    """Says `count` sentences of `text` with a word masked, and the model's guesses."""
     for sentence, truth, guesses in fill_mask_examples(
-            model, vocab_file, cfg, text, cfg.fill_mask_examples):
+            model, vocab_file, text, count, do_lower_case, max_seq_length, seed):
         say(f"  {sentence}\n    [MASK] = {truth!r}; model guesses {guesses}")
 
 

@@ -15,11 +15,10 @@ sentence pairs, so the paper's objective becomes MLM only on them (the
 import os
 
 from tf_records.bert.instances import INPUT_FORMATS
+from tf_records.bert.instances import InstanceConfig
 from tf_records.bert.schema import RecordSchema
 from tf_records.bert.writer import check_vocab_file
 from tf_records.manifest import MANIFEST_FILE
-from tf_records.manifest import read_manifest
-from training.pretraining.common import heldout_text
 from training.pretraining.common import say
 from training.pretraining.recipe import PretrainRecipe
 from training.pretraining.recipe import has_manifest
@@ -50,54 +49,64 @@ class BertRecipe(PretrainRecipe):
     typed_size_with_checkpoint = True
     records_hold_casing = True
     ablations = ABLATIONS
+    flags = PretrainRecipe.flags + (
+        "fill_mask_examples", "input", "input_format", "do_lower_case", "max_predictions_per_seq", "shuffle_buffer",
+        "do_whole_word_mask", "chinese_word_segmenter", "dupe_factor", "data_workers")
 
-    def __init__(self, cfg, init=None, records_prefix=""):
-        super().__init__(cfg, init)
+    def __init__(self, init=None, manifests=None, records_prefix="", **values):
+        super().__init__(init, manifests, **values)
+        flag = self.flag
         self.records_prefix = records_prefix  # "phase2_": the second phase's records
-        if cfg.input_format not in INPUT_FORMATS:
-            raise SystemExit(f"--input_format={cfg.input_format!r} is not one of "
+        if flag.input_format not in INPUT_FORMATS:
+            raise SystemExit(f"--input_format={flag.input_format!r} is not one of "
                              f"{', '.join(INPUT_FORMATS)}.")
-        if not init and not cfg.config_file:
-            _steps().check_preset(cfg.preset)
+        if not init and not flag.config_file:
+            _steps().check_preset(flag.preset)
         self.check_positions(self._config())  # the size, read and checked before anything is written
-        self.preset = init.typed if init else cfg.preset
-        self.ablation = _objective(cfg.ablation, cfg.input_format)
+        self.preset = init.typed if init else flag.preset
+        self.ablation = _objective(flag.ablation, flag.input_format)
 
     def _config(self):
         """The model's `BertConfig` from `--config_file` or `--preset` (its
         vocab_size is the data's, set later)."""
         if self.init:
             return self.init.config
-        return _steps().read_config(self.cfg.config_file, self.cfg.preset)
+        return _steps().read_config(self.flag.config_file, self.flag.preset)
 
     def given_records(self, given):
-        self.ablation = _objective(self.cfg.ablation, _records_format(given[0]))
+        self.ablation = _objective(self.flag.ablation, self._records_format(given[0]))
         return given
 
     def learned_vocab(self, data_dir, train_files):
-        cfg = self.cfg
+        flag = self.flag
         return _steps().learned_vocab(os.path.join(data_dir, "vocab.txt"), train_files,
-                                      cfg.vocab_size, cfg.do_lower_case)
+                                      flag.vocab_size, flag.do_lower_case)
 
     def records_folder(self, data_dir, side):
         return os.path.join(data_dir, f"{self.records_prefix}{side}_records")
 
     def side_writer(self, data_dir, vocab_file, sides):
-        cfg = self.cfg
+        flag = self.flag
         steps = _steps()
         # The default corpus: no line of ours runs past an instance (checked
         # again only while some records are still to be written).
         written = all(os.path.exists(os.path.join(self.records_folder(data_dir, side),
                                                   MANIFEST_FILE))
                       for side, files in sides.items() if files)
-        if not cfg.input and not written:
+        if not flag.input and not written:
             steps.split_default_corpus(sides["train"] + (sides["heldout"] or []), vocab_file,
-                                       cfg.do_lower_case, cfg.max_seq_length)
-        return steps.instance_writer(cfg, vocab_file)
+                                       flag.do_lower_case, flag.max_seq_length)
+        instance_config = InstanceConfig(
+            max_seq_length=flag.max_seq_length,
+            max_predictions_per_seq=flag.max_predictions_per_seq,
+            do_whole_word_mask=flag.do_whole_word_mask, input_format=flag.input_format,
+            chinese_word_segmenter=flag.chinese_word_segmenter)
+        return steps.instance_writer(vocab_file, instance_config, flag.dupe_factor, flag.seed,
+                                     flag.do_lower_case, flag.data_workers)
 
-    def vocab_size(self, train_source, vocab_file):
+    def vocab_size(self, train_source, vocab_file, manifest=None):
         if has_manifest(train_source):
-            return read_manifest(train_source)["vocab_size"]
+            return (manifest or self.records_manifest(train_source))["vocab_size"]
         if not vocab_file:
             raise SystemExit("TFRecords without a manifest need --vocab_file (for the "
                              "vocabulary size).")
@@ -105,46 +114,54 @@ class BertRecipe(PretrainRecipe):
 
     def build_model(self, vocab_size):
         return _steps().build_model(self._config(), vocab_size, self.ablation, self.init,
-                                    self.cfg.mixed_precision)
+                                    self.flag.mixed_precision)
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
                 repeat=True, shuffle=True, length_grouping=0):
         """The pretraining batches, turned into this ablation's targets
         (`length_grouping`: see `pretraining_dataset`)."""
-        cfg = self.cfg
+        flag = self.flag
         # Records without our manifest (e.g. from the original script): their
         # lengths are the flags'. With a manifest the reader takes its schema.
         schema = None if has_manifest(source) else (
-            RecordSchema(cfg.max_seq_length, cfg.max_predictions_per_seq))
+            RecordSchema(flag.max_seq_length, flag.max_predictions_per_seq))
         return _steps().dataset(
             source, batch_size, self.ablation, schema=schema, input_context=input_context,
-            shuffle_buffer=cfg.shuffle_buffer if shuffle else 0, seed=cfg.seed, repeat=repeat,
+            shuffle_buffer=flag.shuffle_buffer if shuffle else 0, seed=flag.seed, repeat=repeat,
             model_config=model_config, start_batch=start_batch, length_grouping=length_grouping)
 
-    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
-        """Held-out scores against the frequency baseline, and a few examples."""
-        cfg = self.cfg
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file, text):
+        """Held-out scores against the frequency baseline, and a few examples
+        (from the held-out `text` files, or None)."""
+        flag = self.flag
         steps = _steps()
         results = {}
         if heldout_source:
-            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+            heldout = self.dataset(heldout_source, flag.global_batch_size, model_config,
                                    repeat=False, shuffle=False)  # read once, in order
             train = self.dataset(train_source, 256, model_config, repeat=False, shuffle=False)
             results = steps.heldout_scores(model, heldout, train, model_config.vocab_size,
                                            self.ablation)
-        text = heldout_text(cfg)
-        if self.ablation != "ltr" and vocab_file and cfg.fill_mask_examples and text:
-            steps.say_fill_mask_examples(model, vocab_file, cfg, text)
+        if self.ablation != "ltr" and vocab_file and flag.fill_mask_examples and text:
+            steps.say_fill_mask_examples(model, vocab_file, text, flag.fill_mask_examples,
+                                         flag.do_lower_case, flag.max_seq_length, flag.seed)
         return results
 
     def export(self, model, vocab_file, export_dir):
-        cfg = self.cfg
-        return _steps().export(model, vocab_file, export_dir, self.init, cfg.saved_model,
-                               cfg.do_lower_case, cfg.max_seq_length)
+        flag = self.flag
+        return _steps().export(model, vocab_file, export_dir, self.init, flag.saved_model,
+                               flag.do_lower_case, flag.max_seq_length)
 
     @staticmethod
     def check_vocab_file(path):
         check_vocab_file(path)
+
+    def _records_format(self, source):
+        """The `input_format` a records folder or manifest was written with."""
+        if not has_manifest(source):
+            return "segment_pair"  # bare shards (e.g. the original script's): pairs
+        manifest = self.records_manifest(source)
+        return manifest.get("instance_config", {}).get("input_format", "segment_pair")
 
 
 RECIPE = BertRecipe
@@ -169,9 +186,3 @@ def _objective(ablation, input_format):
         return "no_nsp"
     return ablation
 
-
-def _records_format(source):
-    """The `input_format` a records folder or manifest was written with."""
-    if not has_manifest(source):
-        return "segment_pair"  # bare shards (e.g. the original script's): pairs
-    return read_manifest(source).get("instance_config", {}).get("input_format", "segment_pair")

@@ -332,29 +332,31 @@ class ElmoFinetune(FinetuneRecipe):
     warmup_proportion = ELMO_WARMUP_PROPORTION
     weight_decay = ELMO_WEIGHT_DECAY
     hub_checkpoints = False  # bilm-tf's files; none is on the Hub
+    flags = FinetuneRecipe.flags + ("elmo_lstm_units", "seed")
 
-    def resolve_own(self, cfg):
+    @classmethod
+    def resolve_own(cls, cfg):
         return resolve_elmo(cfg)
 
-    def tokenizer(self, cfg):
+    def tokenizer(self):
         return BasicTokenizer(do_lower_case=False)  # ELMo reads cased words
 
-    def make_task(self, cfg, tokenizer):
-        return make_elmo_task(cfg, tokenizer)
+    def make_task(self, tokenizer):
+        return make_elmo_task(self.flag, tokenizer)
 
-    def build_backbone(self, cfg, vocab_size):
+    def build_backbone(self, vocab_size):
         del vocab_size  # characters: no vocabulary
-        return build_elmo_backbone(cfg)
+        return build_elmo_backbone(self.flag)
 
-    def describe(self, cfg):
-        return f", BiLSTM {cfg.elmo_lstm_units}"
+    def describe(self):
+        return f", BiLSTM {self.flag.elmo_lstm_units}"
 
     def epoch_batches(self, task, model, batches):
         return task.char_id_batches(model, batches)  # rows of word ids -> character ids
 
-    def export(self, model, saved_model_dir, cfg, labels):
+    def export(self, model, saved_model_dir, labels):
         export_elmo_task_saved_model(model, saved_model_dir, labels=labels,
-                                     max_seq_length=cfg.max_seq_length)
+                                     max_seq_length=self.flag.max_seq_length)
 
 
-RECIPE = ElmoFinetune()
+RECIPE = ElmoFinetune

@@ -32,7 +32,6 @@ raw tokens in, `lm_embeddings` out; `keras_bert_impl.elmo.elmo_serving`).
 
 import os
 
-from tf_records.manifest import read_manifest
 from training.pretraining.recipe import PretrainRecipe
 
 # The BERT size names mean the ELMo ones of about that size.
@@ -54,35 +53,37 @@ class ElmoRecipe(PretrainRecipe):
     record_kind = "elmo"
     records_name = "elmo_records"
     checkpoint_formats = ()  # from random weights only
+    flags = PretrainRecipe.flags + ("vocab_file", "strategy")
 
-    def __init__(self, cfg, init=None):
-        super().__init__(cfg, init)
+    def __init__(self, init=None, manifests=None, **values):
+        super().__init__(init, manifests, **values)
+        flag = self.flag
         steps = _steps()
-        preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
-        if not cfg.config_file:
-            steps.check_preset(cfg.preset, preset, _SAME_SIZE)
-        if cfg.strategy in ("mirrored", "multi_worker", "tpu"):
+        preset = _SAME_SIZE.get(flag.preset, flag.preset)
+        if not flag.config_file:
+            steps.check_preset(flag.preset, preset, _SAME_SIZE)
+        if flag.strategy in ("mirrored", "multi_worker", "tpu"):
             raise SystemExit(
-                f"--strategy={cfg.strategy}: ELMo trains on one replica (--strategy=cpu or auto "
+                f"--strategy={flag.strategy}: ELMo trains on one replica (--strategy=cpu or auto "
                 "with one GPU): each stream's LSTM states are kept in the model, one set per "
                 "row, and are not split between replicas.")
-        if cfg.vocab_file:
-            steps.check_vocab_file(cfg.vocab_file)
+        if flag.vocab_file:
+            steps.check_vocab_file(flag.vocab_file)
         self.preset = preset
         self.model_config(1)  # --config_file read and checked before anything is written
 
     def learned_vocab(self, data_dir, train_files):
         return _steps().learned_vocab(os.path.join(data_dir, "elmo_vocab"), train_files,
-                                      self.cfg.vocab_size)
+                                      self.flag.vocab_size)
 
     def side_writer(self, data_dir, vocab_file, sides):
-        cfg = self.cfg
-        return _steps().stream_writer(vocab_file, cfg.global_batch_size, cfg.max_seq_length,
-                                      cfg.seed)
+        flag = self.flag
+        return _steps().stream_writer(vocab_file, flag.global_batch_size, flag.max_seq_length,
+                                      flag.seed)
 
-    def vocab_size(self, train_source, vocab_file):
+    def vocab_size(self, train_source, vocab_file, manifest=None):
         try:
-            manifest = read_manifest(train_source)
+            manifest = manifest or self.records_manifest(train_source)
         except ValueError as e:
             raise SystemExit(f"ELMo reads records from tf_records.elmo.writer: {e}") from None
         if manifest["schema"].get("kind") != "elmo":
@@ -90,14 +91,14 @@ class ElmoRecipe(PretrainRecipe):
         return manifest["vocab_size"]
 
     def model_config(self, vocab_size):
-        return _steps().model_config(self.cfg.config_file, self.preset, vocab_size)
+        return _steps().model_config(self.flag.config_file, self.preset, vocab_size)
 
     def build_model(self, vocab_size):
         steps = _steps()
         steps.check_one_replica()
         config = self.model_config(vocab_size)
-        model = steps.build_model(config, vocab_size, self.cfg.global_batch_size,
-                                  self.cfg.mixed_precision)
+        model = steps.build_model(config, vocab_size, self.flag.global_batch_size,
+                                  self.flag.mixed_precision)
         return model, config
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
@@ -108,16 +109,18 @@ class ElmoRecipe(PretrainRecipe):
         return _steps().dataset(source, batch_size, start_batch=start_batch, repeat=repeat,
                                 model_config=model_config, input_context=input_context)
 
-    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
-        """Held-out perplexity against the unigram model of the training targets."""
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file, text):
+        """Held-out perplexity against the unigram model of the training
+        targets (no examples from the held-out `text`)."""
+        del text
         if not heldout_source:
             return {}
-        heldout = self.dataset(heldout_source, self.cfg.global_batch_size, model_config,
+        heldout = self.dataset(heldout_source, self.flag.global_batch_size, model_config,
                                repeat=False, shuffle=False)  # read once, in order
         return _steps().heldout_scores(model, heldout, train_source)
 
     def export(self, model, vocab_file, export_dir):
-        return _steps().export(model, vocab_file, export_dir, self.cfg.saved_model)
+        return _steps().export(model, vocab_file, export_dir, self.flag.saved_model)
 
 
 RECIPE = ElmoRecipe

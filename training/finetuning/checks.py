@@ -52,7 +52,7 @@ def check_paths(cfg, recipe):
             check_keras_file(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
-    recipe.check_checkpoint(cfg)
+    recipe.check_checkpoint()
     check_output_folder(cfg.output_dir, marks=(os.path.join("checkpoints", "run_config.json"),))
 
 
@@ -62,11 +62,11 @@ def load_data(cfg, recipe):
     is named here, not found by `predict` after an epoch). `recipe`: the
     family's `FinetuneRecipe`."""
     try:  # a vocabulary that is not one: named by its flag
-        tokenizer = recipe.tokenizer(cfg)
+        tokenizer = recipe.tokenizer()
     except (ValueError, UnicodeDecodeError) as e:
         raise SystemExit(f"--vocab_file={cfg.vocab_file}: {e}") from None
     try:  # bad input files: the message names the file and line; no traceback
-        task = recipe.make_task(cfg, tokenizer)
+        task = recipe.make_task(tokenizer)
         x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
         for split in [*task.eval_splits, *getattr(task, "test_splits", ())]:
             task.prepare(split)  # dev's errors show before training, not after an epoch

@@ -4,22 +4,28 @@ place fine-tuning chooses code by a model's name (pretraining's is
 `training.pretraining.recipe.pretrain_recipe`).
 
 A family's recipe is the `RECIPE` of `training/<family>/finetune.py`, a
-`FinetuneRecipe` that fills in what differs:
+`FinetuneRecipe` class that fills in what differs. Its class methods are
+the resolve pass (`training.finetuning.resolve`), the one place it reads
+the config:
 
 - `resolve(cfg)`: the task defaults, from the family's tables of learning
   rate and length per task (BERT's: `DEFAULT_LEARNING_RATE`,
   `DEFAULT_MAX_SEQ_LENGTH`) and its warmup and weight decay
   (`task_defaults`), then its own defaults and refusals, checkpoint and
-  vocabulary located (`resolve_own`);
-- `check_checkpoint(cfg)`: the checkpoint's format, before data is read;
-- `tokenizer(cfg)` and `make_task(cfg, tokenizer)` (where the config is
-  read for the task: `training.finetuning.tasks.task_values` and the
-  family's own values, passed to the task's constructor as keywords);
-- `build_backbone(cfg, vocab_size)` and `check_backbone(cfg, tokenizer,
-  backbone)`;
+  vocabulary located (`resolve_own`).
+
+The run then builds the recipe from plain values: the resolved flags its
+class names in `flags` (`resolve.recipe_for`), kept as `self.flag`. Its
+methods take no config:
+
+- `check_checkpoint()`: the checkpoint's format, before data is read;
+- `tokenizer()` and `make_task(tokenizer)` (the task's values:
+  `training.finetuning.tasks.task_values` and the family's own, passed to
+  the task's constructor as keywords);
+- `build_backbone(vocab_size)` and `check_backbone(tokenizer, backbone)`;
 - `grouped_batches(...)` (XLNet pads on the left) and `epoch_batches(task,
   model, batches)` (ELMo turns word ids into character ids);
-- `export(model, saved_model_dir, cfg, labels)`: one signature for all four.
+- `export(model, saved_model_dir, labels)`: one signature for all four.
 
 What the families' checks and backbones share is here too: `check_start`
 (a checkpoint or a preset of the family), `run_dtype` and
@@ -32,7 +38,9 @@ import keras
 
 from keras_bert_impl.checkpoints.keras_files import check_keras_file
 from tf_records.length_grouping import grouped_batches
+from training.finetuning.tasks import TASK_FLAGS
 from training.run.config_flags import family_recipe
+from training.run.config_flags import flag_values
 
 # --model -> the module whose RECIPE fine-tunes it (imported when chosen:
 # each family's module imports Keras and its own models).
@@ -41,7 +49,7 @@ FAMILIES = {"bert": "training.bert.finetune", "gpt": "training.gpt.finetune",
 
 
 def finetune_recipe(model):
-    """The family's `FinetuneRecipe`; `SystemExit` naming `--model` for another name."""
+    """The family's `FinetuneRecipe` class; `SystemExit` naming `--model` for another name."""
     return family_recipe(FAMILIES, model)
 
 
@@ -106,47 +114,54 @@ class FinetuneRecipe:
     cased = False  # True: cased unless --do_lower_case is typed (XLNet's released models)
     hub_checkpoints = True  # --init_checkpoint may name a Hugging Face repository
     ablations = False  # takes --ablation (BERT's Table 5 variants)
+    # The resolved flags the recipe's methods read, each passed to the constructor by name.
+    flags = TASK_FLAGS + ("init_checkpoint", "preset", "vocab_file", "mixed_precision")
 
-    def resolve(self, cfg):
-        return self.resolve_own(dataclasses.replace(cfg, **self.task_defaults(cfg)))
+    def __init__(self, **values):
+        self.flag = flag_values(type(self).__name__, self.flags, values)
 
-    def task_defaults(self, cfg):
+    @classmethod
+    def resolve(cls, cfg):
+        return cls.resolve_own(dataclasses.replace(cfg, **cls.task_defaults(cfg)))
+
+    @classmethod
+    def task_defaults(cls, cfg):
         """{field: value} of the defaults left to fill: the task's learning
         rate (or the family's) and length, the family's warmup and weight decay."""
         kind = "glue" if cfg.task.startswith("glue/") else cfg.task
         changes = {}
-        if kind in self.task_learning_rates:
+        if kind in cls.task_learning_rates:
             if not cfg.learning_rate:
-                changes["learning_rate"] = self.learning_rate or self.task_learning_rates[kind]
+                changes["learning_rate"] = cls.learning_rate or cls.task_learning_rates[kind]
             if not cfg.max_seq_length:
-                changes["max_seq_length"] = self.task_max_seq_lengths[kind]
+                changes["max_seq_length"] = cls.task_max_seq_lengths[kind]
         if cfg.warmup_proportion < 0:
-            changes["warmup_proportion"] = self.warmup_proportion
+            changes["warmup_proportion"] = cls.warmup_proportion
         if cfg.weight_decay < 0:
-            changes["weight_decay"] = self.weight_decay
+            changes["weight_decay"] = cls.weight_decay
         return changes
 
-    def resolve_own(self, cfg):
+    @classmethod
+    def resolve_own(cls, cfg):
         return cfg
 
-    def check_checkpoint(self, cfg):
-        del cfg
+    def check_checkpoint(self):
+        pass
 
-    def tokenizer(self, cfg):
+    def tokenizer(self):
         raise NotImplementedError
 
-    def make_task(self, cfg, tokenizer):
+    def make_task(self, tokenizer):
         raise NotImplementedError
 
-    def build_backbone(self, cfg, vocab_size):
+    def build_backbone(self, vocab_size):
         raise NotImplementedError
 
-    def check_backbone(self, cfg, tokenizer, backbone):
-        del cfg, tokenizer, backbone
+    def check_backbone(self, tokenizer, backbone):
+        del tokenizer, backbone
 
-    def describe(self, cfg):
+    def describe(self):
         """What the run's first line adds for this family (", lm_coef 0.5")."""
-        del cfg
         return ""
 
     def grouped_batches(self, x, y, sample_weight, batch_size, group, seed):
@@ -156,5 +171,5 @@ class FinetuneRecipe:
         del task, model
         return batches
 
-    def export(self, model, saved_model_dir, cfg, labels):
+    def export(self, model, saved_model_dir, labels):
         raise NotImplementedError

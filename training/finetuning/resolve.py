@@ -20,7 +20,8 @@ def say(message):
 
 
 def resolve_run(cfg, explicit=None):
-    """-> (the run's final `FinetuneConfig`, its family's `FinetuneRecipe`);
+    """-> (the run's final `FinetuneConfig`, its family's `FinetuneRecipe`
+    holding the values of its flags: `recipe_for`);
     `SystemExit` naming the flag or path at fault. `explicit`: the flags
     given on the command line (a cased family's `do_lower_case` is off
     unless given); None: `cfg` as it is."""
@@ -29,9 +30,16 @@ def resolve_run(cfg, explicit=None):
         cfg = dataclasses.replace(cfg, do_lower_case=False)
     check_flags(cfg)
     cfg = resolve(cfg)
-    recipe = finetune_recipe(cfg.model)
+    recipe = recipe_for(cfg)
     check_paths(cfg, recipe)
     return cfg, recipe
+
+
+def recipe_for(cfg):
+    """The `FinetuneRecipe` of `cfg.model`, built from the resolved values of
+    the flags its class names (`flags`): what the run's steps call."""
+    family = finetune_recipe(cfg.model)
+    return family(**{name: getattr(cfg, name) for name in family.flags})
 
 
 def with_checkpoint_by_name(cfg, recipe=None):

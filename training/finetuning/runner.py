@@ -77,7 +77,7 @@ def _fine_tune(cfg, recipe, started, tokenizer, task, data):
     warmup = int(total_steps * cfg.warmup_proportion)
     strategy = make_strategy(cfg.strategy, cfg.tpu)
     replicas_batch(strategy, cfg.batch_size)  # checks divisibility
-    say(f"Task {cfg.task} ({cfg.model}{recipe.describe(cfg)}): "
+    say(f"Task {cfg.task} ({cfg.model}{recipe.describe()}): "
         f"{rows} training rows, max_seq_length {cfg.max_seq_length}; "
         f"{cfg.epochs} epochs x {steps_per_epoch} steps of {cfg.batch_size} = {total_steps} "
         f"steps on {strategy.num_replicas_in_sync} replica(s), lr {cfg.learning_rate:g} "
@@ -134,12 +134,12 @@ def _task_model(cfg, recipe, tokenizer, task):
     written when the checkpoint is not what its files claim or is too short
     for `--max_seq_length`."""
     try:
-        backbone = recipe.build_backbone(cfg, getattr(tokenizer, "vocab_size", None))
+        backbone = recipe.build_backbone(getattr(tokenizer, "vocab_size", None))
     except ValueError as e:  # a checkpoint that is not what its files claim
         raise SystemExit(f"--init_checkpoint={cfg.init_checkpoint}: {e}") from None
     check_positions(cfg.max_seq_length, backbone,
                     "from " + (cfg.init_checkpoint or "--preset=" + cfg.preset))
-    recipe.check_backbone(cfg, tokenizer, backbone)
+    recipe.check_backbone(tokenizer, backbone)
     return task.build_model(backbone)
 
 
@@ -164,7 +164,7 @@ def _export(model, recipe, cfg, export_dir, labels):
     `labels.json` for text classification's label strings."""
     say(f"Exporting to {export_dir} ...")
     export_started = time.perf_counter()
-    recipe.export(model, os.path.join(export_dir, "saved_model"), cfg, labels)
+    recipe.export(model, os.path.join(export_dir, "saved_model"), labels)
     model.save(os.path.join(export_dir, "model.keras"))
     if labels:  # model.keras holds ids; this maps them back to the label strings
         with open(os.path.join(export_dir, "labels.json.tmp"), "w", encoding="utf-8") as f:

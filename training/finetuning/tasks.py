@@ -501,10 +501,19 @@ class SwagTask:
         return paths
 
 
+# The flags `task_values` reads: what every recipe holds for its tasks.
+TASK_FLAGS = ("task", "max_seq_length", "batch_size", "skip_bad_input", "data_dir",
+              "train_file", "dev_file", "test_file", "text_column", "text_b_column",
+              "label_column", "allow_many_labels", "window_stride", "doc_stride",
+              "max_query_length", "max_answer_length", "n_best_size", "do_lower_case")
+
+
 def task_values(cfg):
     """The keyword values the task object of `--task` takes, read off the
-    resolved config: the one place the tasks' settings come from it (BERT's
-    `make_task` and each family's pass them on, with the family's own).
+    resolved config or a recipe's values (`cfg`: anything with the
+    `TASK_FLAGS` as attributes): the one place the tasks' settings come
+    from (BERT's `make_task` and each family's pass them on, with the
+    family's own).
 
     Returns:
         dict: `max_seq_length`, `batch_size`, `skip_bad_input`; `data_dir`,

@@ -267,26 +267,29 @@ class GptFinetune(FinetuneRecipe):
     adam_epsilon = GPT_ADAM_EPSILON
     learning_rate = GPT_LEARNING_RATE
     warmup_proportion = GPT_WARMUP_PROPORTION
+    flags = FinetuneRecipe.flags + ("merges_file", "lm_coef")
 
-    def resolve_own(self, cfg):
+    @classmethod
+    def resolve_own(cls, cfg):
         refuse_elmo_flags(cfg)
         return resolve_gpt(cfg)
 
-    def tokenizer(self, cfg):
-        return GptTokenizer(cfg.vocab_file, cfg.merges_file)
+    def tokenizer(self):
+        return GptTokenizer(self.flag.vocab_file, self.flag.merges_file)
 
-    def make_task(self, cfg, tokenizer):
-        return make_gpt_task(cfg, tokenizer)
+    def make_task(self, tokenizer):
+        return make_gpt_task(self.flag, tokenizer)
 
-    def build_backbone(self, cfg, vocab_size):
-        return build_gpt_backbone(cfg, vocab_size)
+    def build_backbone(self, vocab_size):
+        return build_gpt_backbone(self.flag, vocab_size)
 
-    def describe(self, cfg):
-        return f", lm_coef {cfg.lm_coef:g}"
+    def describe(self):
+        return f", lm_coef {self.flag.lm_coef:g}"
 
-    def export(self, model, saved_model_dir, cfg, labels):
-        export_gpt_saved_model(model, saved_model_dir, cfg.vocab_file, cfg.merges_file,
-                               cfg.max_seq_length, labels=labels)
+    def export(self, model, saved_model_dir, labels):
+        flag = self.flag
+        export_gpt_saved_model(model, saved_model_dir, flag.vocab_file, flag.merges_file,
+                               flag.max_seq_length, labels=labels)
 
 
-RECIPE = GptFinetune()
+RECIPE = GptFinetune

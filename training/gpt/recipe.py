@@ -10,8 +10,6 @@ corpus, with the size ladder of `keras_bert_impl.gpt.GPT_PRESETS`.
 
 import os
 
-from tf_records.manifest import read_manifest
-from training.pretraining.common import heldout_text
 from training.pretraining.recipe import PretrainRecipe
 
 # The BERT size names of --preset's default mean the GPT ones of that size.
@@ -33,15 +31,17 @@ class GptRecipe(PretrainRecipe):
     records_name = "lm_records"
     vocab_name = "vocab.json"
     merges_beside_vocab = True
+    flags = PretrainRecipe.flags + ("vocab_file", "shuffle_buffer", "fill_mask_examples")
 
-    def __init__(self, cfg, init=None):
-        super().__init__(cfg, init)
+    def __init__(self, init=None, manifests=None, **values):
+        super().__init__(init, manifests, **values)
+        flag = self.flag
         steps = _steps()
-        preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
-        if not init and not cfg.config_file:
-            steps.check_preset(cfg.preset, preset)
-        if cfg.vocab_file:
-            steps.check_merges_beside(cfg.vocab_file)
+        preset = _SAME_SIZE.get(flag.preset, flag.preset)
+        if not init and not flag.config_file:
+            steps.check_preset(flag.preset, preset)
+        if flag.vocab_file:
+            steps.check_merges_beside(flag.vocab_file)
         self.preset = init.typed if init else preset
         self.check_positions(self._config())  # the size, read and checked before anything is written
 
@@ -52,54 +52,54 @@ class GptRecipe(PretrainRecipe):
     def _config(self):
         if self.init:
             return self.init.config
-        return _steps().read_config(self.cfg.config_file, self.preset)
+        return _steps().read_config(self.flag.config_file, self.preset)
 
     def learned_vocab(self, data_dir, train_files):
         return _steps().learned_vocab(os.path.join(data_dir, "gpt_vocab"), train_files,
-                                      self.cfg.vocab_size)
+                                      self.flag.vocab_size)
 
     def side_writer(self, data_dir, vocab_file, sides):
-        return _steps().window_writer(vocab_file, self.cfg.max_seq_length, self.cfg.seed)
+        return _steps().window_writer(vocab_file, self.flag.max_seq_length, self.flag.seed)
 
-    def vocab_size(self, train_source, vocab_file):
+    def vocab_size(self, train_source, vocab_file, manifest=None):
         try:
-            return read_manifest(train_source)["vocab_size"]
+            return (manifest or self.records_manifest(train_source))["vocab_size"]
         except ValueError as e:
             raise SystemExit(f"GPT reads records from tf_records.gpt.writer: {e}") from None
 
     def build_model(self, vocab_size):
         return _steps().build_model(self._config(), vocab_size, self.init,
-                                    self.cfg.mixed_precision)
+                                    self.flag.mixed_precision)
 
     def dataset(self, source, batch_size, model_config, start_batch=0, input_context=None,
                 repeat=True, shuffle=True, length_grouping=0):
         del length_grouping  # LM windows are packed back to back: no padding to cut
-        cfg = self.cfg
+        flag = self.flag
         return _steps().dataset(
-            source, batch_size, shuffle_buffer=cfg.shuffle_buffer if shuffle else 0,
-            seed=cfg.seed, input_context=input_context, start_batch=start_batch, repeat=repeat,
+            source, batch_size, shuffle_buffer=flag.shuffle_buffer if shuffle else 0,
+            seed=flag.seed, input_context=input_context, start_batch=start_batch, repeat=repeat,
             model_config=model_config)
 
-    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
-        """Held-out next-token accuracy and perplexity; a few greedy continuations."""
-        cfg = self.cfg
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file, text):
+        """Held-out next-token accuracy and perplexity; a few greedy
+        continuations of the held-out `text` files (or None)."""
+        flag = self.flag
         steps = _steps()
         results = {}
         if heldout_source:
-            heldout = self.dataset(heldout_source, cfg.global_batch_size, model_config,
+            heldout = self.dataset(heldout_source, flag.global_batch_size, model_config,
                                    repeat=False, shuffle=False)  # read once, in order
-            train = self.dataset(train_source, cfg.global_batch_size, model_config,
+            train = self.dataset(train_source, flag.global_batch_size, model_config,
                                  repeat=False, shuffle=False)  # read once, in order
             results = steps.heldout_scores(model, heldout, train, model_config.vocab_size)
-        text = heldout_text(cfg)
-        if vocab_file and cfg.fill_mask_examples and text:
-            steps.say_continuations(model, vocab_file, text, cfg.fill_mask_examples,
-                                    cfg.max_seq_length, cfg.seed)
+        if vocab_file and flag.fill_mask_examples and text:
+            steps.say_continuations(model, vocab_file, text, flag.fill_mask_examples,
+                                    flag.max_seq_length, flag.seed)
         return results
 
     def export(self, model, vocab_file, export_dir):
-        return _steps().export(model, vocab_file, export_dir, self.init, self.cfg.saved_model,
-                               self.cfg.max_seq_length)
+        return _steps().export(model, vocab_file, export_dir, self.init, self.flag.saved_model,
+                               self.flag.max_seq_length)
 
 
 def learn_gpt_bpe(lines, files, vocab_size):

@@ -186,10 +186,11 @@ def greedy_continuations(model, prompts, max_new_tokens, max_length, extra_input
     return out
 
 
-def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
+def fill_mask_examples(model, vocab_file, heldout_text_files, count, do_lower_case,
+                       max_seq_length, seed):
     """A few held-out sentences with one word masked, and the top 3 guesses."""
-    tokenizer = BertTokenizer(vocab_file, do_lower_case=cfg.do_lower_case)
-    rng = np.random.default_rng(cfg.seed)
+    tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    rng = np.random.default_rng(seed)
     lines = [line for doc in read_documents(heldout_text_files) for line in doc
              if 8 <= len(line.split()) <= 25]
     shown = []
@@ -199,7 +200,7 @@ def fill_mask_examples(model, vocab_file, cfg, heldout_text_files, count):
         # Whole words of one piece, so the [MASK] stands for a word.
         words = [i for i, t in enumerate(tokens) if t.isalpha() and len(t) > 3
                  and (i + 1 == len(tokens) or not tokens[i + 1].startswith("##"))]
-        if not words or len(tokens) + 2 > cfg.max_seq_length:
+        if not words or len(tokens) + 2 > max_seq_length:
             continue
         i = int(rng.choice(words))
         ids = tokenizer.convert_tokens_to_ids(["[CLS]"] + tokens[:i] + ["[MASK]"] + tokens[i + 1:]

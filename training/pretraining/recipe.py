@@ -4,8 +4,12 @@ fine-tuning's (`training.finetuning.recipe`), the one place the commands
 choose code by a model's name.
 
 A family's recipe is the `RECIPE` of `training/<family>/recipe.py`, a
-`PretrainRecipe` built from the run's config (and the `InitCheckpoint` it
-continues from). Its methods are what the run
+`PretrainRecipe` built from plain values: the flags its class names in
+`flags` (`command.recipes.make_recipe` reads them from the run's config,
+the only place a recipe's values come from), the `InitCheckpoint` it
+continues from and the records' manifests the run has read. It never sees
+the whole config, and reads a manifest itself only where the run holds
+none (`records_manifest`: once per folder). Its methods are what the run
 (`training.pretraining.command`) asks of it: the data hooks that
 `command.recipes.prepare_data` calls (`given_records`, `learned_vocab`,
 `side_writer`, `records_folder`), then `vocab_size`, `build_model`,
@@ -21,7 +25,9 @@ first, and a bad flag stops in a moment).
 
 import os
 
+from tf_records.manifest import read_manifest
 from training.run.config_flags import family_recipe
+from training.run.config_flags import flag_values
 
 # --model -> the module whose RECIPE pretrains it.
 FAMILIES = {"bert": "training.bert.recipe", "gpt": "training.gpt.recipe",
@@ -84,15 +90,25 @@ class PretrainRecipe:
     records_name = "records"
     # --ablation: the names it takes ("" the full objective); () : none (BERT's alone).
     ablations = ()
+    # The run's flags the recipe reads, each passed to the constructor by name.
+    flags = ("ablation", "config_file", "preset", "max_seq_length", "vocab_size", "seed",
+             "global_batch_size", "mixed_precision", "saved_model")
 
-    def __init__(self, cfg, init=None):
-        self.cfg = cfg
+    def __init__(self, init=None, manifests=None, **values):
+        """`values`: exactly the flags this class names in `flags`; kept as
+        `self.flag` (read-only to the recipe: a value it derives is its own
+        attribute). `manifests`: {records path: manifest} the run has read
+        (`training.pretraining.resolve.Resolved.manifests`)."""
+        self.flag = flag_values(type(self).__name__, self.flags, values)
         self.init = init  # `training.pretraining.continued.InitCheckpoint`, or None
-        if cfg.ablation and not self.ablations:
-            raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT "
+        self._manifests = {_folder(path): manifest
+                           for path, manifest in (manifests or {}).items()}
+        ablation = self.flag.ablation
+        if ablation and not self.ablations:
+            raise SystemExit(f"--ablation={ablation!r} is an option of BERT "
                              f"(--model=bert); {self.name} has none.")
-        if self.ablations and cfg.ablation not in self.ablations:
-            raise SystemExit(f"--ablation={cfg.ablation!r} is not one of {self.name}'s: "
+        if self.ablations and ablation not in self.ablations:
+            raise SystemExit(f"--ablation={ablation!r} is not one of {self.name}'s: "
                              f"{', '.join(repr(a) for a in self.ablations)}.")
 
     def given_records(self, given):
@@ -125,15 +141,35 @@ class PretrainRecipe:
         """The config of a Hugging Face folder of this family (continued pretraining)."""
         raise NotImplementedError
 
+    def records_manifest(self, source):
+        """The manifest of the records folder (or manifest.json) `source`: the
+        run's, else read here once. Raises the error reading it raised
+        (`ValueError`, `OSError`)."""
+        folder = _folder(source)
+        if folder not in self._manifests:
+            try:
+                self._manifests[folder] = read_manifest(source)
+            except (ValueError, OSError) as e:
+                self._manifests[folder] = e
+        found = self._manifests[folder]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
     def check_positions(self, config):
         """`SystemExit` when --max_seq_length is more than the model's
         positions (`check_fits_positions`), naming where the size came from."""
         # lazy: keras_bert_impl loads Keras, after the checks that need none
         from keras_bert_impl.base.sequence_checks import check_fits_positions
 
-        cfg = self.cfg
+        flag = self.flag
         try:
-            check_fits_positions(cfg.max_seq_length, config, "--max_seq_length",
-                                 source=cfg.config_file or "--preset=" + cfg.preset)
+            check_fits_positions(flag.max_seq_length, config, "--max_seq_length",
+                                 source=flag.config_file or "--preset=" + flag.preset)
         except ValueError as e:
             raise SystemExit(str(e)) from None
+
+
+def _folder(path):
+    """The records folder a path names (the folder, or its manifest.json)."""
+    return os.path.abspath(os.path.dirname(path) if path.endswith(".json") else path)

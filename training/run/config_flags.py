@@ -7,6 +7,7 @@ line only overrides it.
 
 import dataclasses
 import importlib
+import types
 import typing
 
 from absl import flags
@@ -53,6 +54,18 @@ def check_one_of(cfg, name, choices):
     value = getattr(cfg, name)
     if value not in choices:
         raise SystemExit(f"--{name}={value!r} is not one of: {', '.join(map(str, choices))}.")
+
+
+def flag_values(owner, names, values):
+    """`values` as attributes (`.max_seq_length`): the plain values a recipe
+    holds. `TypeError` unless they are exactly the flags `names` (`owner`:
+    the class, named in the message)."""
+    missing = sorted(set(names) - set(values))
+    extra = sorted(set(values) - set(names))
+    if missing or extra:
+        raise TypeError(f"{owner} takes the flags {list(names)}; missing {missing}, "
+                        f"unknown {extra}.")
+    return types.SimpleNamespace(**values)
 
 
 def family_recipe(families, model):

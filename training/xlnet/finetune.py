@@ -379,25 +379,27 @@ class XLNetFinetune(FinetuneRecipe):
     weight_decay = XLNET_WEIGHT_DECAY
     cased = True  # XLNet's released models are cased
 
-    def resolve_own(self, cfg):
+    @classmethod
+    def resolve_own(cls, cfg):
         return resolve_xlnet(cfg)
 
-    def tokenizer(self, cfg):
-        return XLNetTokenizer(cfg.vocab_file, do_lower_case=cfg.do_lower_case)
+    def tokenizer(self):
+        return XLNetTokenizer(self.flag.vocab_file, do_lower_case=self.flag.do_lower_case)
 
-    def make_task(self, cfg, tokenizer):
-        return make_xlnet_task(cfg, tokenizer)
+    def make_task(self, tokenizer):
+        return make_xlnet_task(self.flag, tokenizer)
 
-    def build_backbone(self, cfg, vocab_size):
-        return build_xlnet_backbone(cfg, vocab_size)
+    def build_backbone(self, vocab_size):
+        return build_xlnet_backbone(self.flag, vocab_size)
 
     def grouped_batches(self, x, y, sample_weight, batch_size, group, seed):
         # Left padding: rows are cut from the left.
         return grouped_left_padded_batches(x, y, sample_weight, batch_size, group, seed)
 
-    def export(self, model, saved_model_dir, cfg, labels):
-        export_xlnet_task_saved_model(model, saved_model_dir, cfg.vocab_file,
-                                      cfg.do_lower_case, cfg.max_seq_length, labels=labels)
+    def export(self, model, saved_model_dir, labels):
+        flag = self.flag
+        export_xlnet_task_saved_model(model, saved_model_dir, flag.vocab_file,
+                                      flag.do_lower_case, flag.max_seq_length, labels=labels)
 
 
-RECIPE = XLNetFinetune()
+RECIPE = XLNetFinetune

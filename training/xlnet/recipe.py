@@ -71,9 +71,7 @@ The steps that run TensorFlow: `training.xlnet.pretraining_steps`.
 import dataclasses
 import os
 
-from tf_records.manifest import read_manifest
 from tf_records.xlnet.schema import XLNetRecordSchema
-from training.pretraining.common import heldout_text
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.recipe import PretrainRecipe
@@ -103,26 +101,29 @@ class XLNetRecipe(PretrainRecipe):
     cased_releases = True
     bfloat16_pays = True
     evaluates_at_start = False
+    flags = PretrainRecipe.flags + ("input", "vocab_file", "strategy", "do_lower_case",
+                                    "max_predictions_per_seq", "dupe_factor", "fill_mask_examples")
 
-    def __init__(self, cfg, init=None):
-        super().__init__(cfg, init)
+    def __init__(self, init=None, manifests=None, **values):
+        super().__init__(init, manifests, **values)
+        flag = self.flag
         steps = _steps()
-        preset = _SAME_SIZE.get(cfg.preset, cfg.preset)
-        if not init and not cfg.config_file:
-            steps.check_preset(cfg.preset, preset, _SAME_SIZE)
-        config = init.config if init else steps.read_config(cfg.config_file, preset)
-        if cfg.strategy == "tpu":
+        preset = _SAME_SIZE.get(flag.preset, flag.preset)
+        if not init and not flag.config_file:
+            steps.check_preset(flag.preset, preset, _SAME_SIZE)
+        config = init.config if init else steps.read_config(flag.config_file, preset)
+        if flag.strategy == "tpu":
             raise SystemExit(
                 "--strategy=tpu: XLNet trains on one device, --strategy=mirrored or "
                 "--strategy=multi_worker. The memory each replica keeps for its streams (row k "
                 "of a batch continues row k of the one before) is not tested on TPUs.")
-        if cfg.strategy in ("mirrored", "multi_worker") and config.bi_data:
+        if flag.strategy in ("mirrored", "multi_worker") and config.bi_data:
             raise SystemExit(
-                f"--strategy={cfg.strategy} with bi_data=True: each replica's share of the batch "
+                f"--strategy={flag.strategy} with bi_data=True: each replica's share of the batch "
                 "must hold forward and backward rows, which the records lay out for one replica "
                 "here. Train bi_data on one device.")
-        if cfg.vocab_file:
-            steps.check_vocab_file(cfg.vocab_file, cfg.do_lower_case)
+        if flag.vocab_file:
+            steps.check_vocab_file(flag.vocab_file, flag.do_lower_case)
         self.preset = init.typed if init else preset
         self.config = config
         self.schema = self._schema(config)
@@ -133,31 +134,31 @@ class XLNetRecipe(PretrainRecipe):
 
     def _schema(self, config):
         """The records' schema: read from a records folder, else from the flags."""
-        cfg = self.cfg
-        if is_tfrecords(cfg.input) and has_manifest(cfg.input):
+        flag = self.flag
+        if is_tfrecords(flag.input) and has_manifest(flag.input):
             try:
-                manifest = read_manifest(cfg.input)
+                manifest = self.records_manifest(flag.input)
             except ValueError as e:
-                raise SystemExit(f"--input={cfg.input}: {e}") from None
+                raise SystemExit(f"--input={flag.input}: {e}") from None
             if manifest["schema"].get("kind") != XLNetRecordSchema.kind:
                 raise SystemExit(
-                    f"--input={cfg.input} holds {manifest['schema'].get('kind', 'BERT')!r} "
+                    f"--input={flag.input} holds {manifest['schema'].get('kind', 'BERT')!r} "
                     "records, not XLNet's (tf_records.create_xlnet_data writes those).")
             schema = XLNetRecordSchema.from_manifest(manifest["schema"])
         else:
-            seq_len = cfg.max_seq_length
+            seq_len = flag.max_seq_length
             try:
                 schema = XLNetRecordSchema(
                     seq_len=seq_len, reuse_len=config.reuse_len or seq_len // 2,
-                    batch_size=cfg.global_batch_size, num_predict=cfg.max_predictions_per_seq,
+                    batch_size=flag.global_batch_size, num_predict=flag.max_predictions_per_seq,
                     bi_data=config.bi_data)
             except ValueError as e:
                 raise SystemExit(f"XLNet's records from --max_seq_length={seq_len}, "
-                                 f"--max_predictions_per_seq={cfg.max_predictions_per_seq}, "
-                                 f"--global_batch_size={cfg.global_batch_size}: {e}") from None
-        if schema.batch_size != cfg.global_batch_size:
+                                 f"--max_predictions_per_seq={flag.max_predictions_per_seq}, "
+                                 f"--global_batch_size={flag.global_batch_size}: {e}") from None
+        if schema.batch_size != flag.global_batch_size:
             raise SystemExit(
-                f"--global_batch_size={cfg.global_batch_size}, but {cfg.input} holds "
+                f"--global_batch_size={flag.global_batch_size}, but {flag.input} holds "
                 f"{schema.batch_size} interleaved streams: row k of every batch must continue "
                 f"row k of the one before (the memory). Use --global_batch_size="
                 f"{schema.batch_size}, or write the records again with that batch.")
@@ -177,27 +178,27 @@ class XLNetRecipe(PretrainRecipe):
         return schema
 
     def learned_vocab(self, data_dir, train_files):
-        cfg = self.cfg
+        flag = self.flag
         return _steps().learned_vocab(os.path.join(data_dir, "xlnet_vocab"), train_files,
-                                      cfg.vocab_size, cfg.do_lower_case)
+                                      flag.vocab_size, flag.do_lower_case)
 
     def side_writer(self, data_dir, vocab_file, sides):
         """The writer of the records, the schema given the tokenizer's
         `<sep>` and `<cls>` ids."""
-        cfg = self.cfg
+        flag = self.flag
         steps = _steps()
-        tokenizer = steps.tokenizer(vocab_file, cfg.do_lower_case)
+        tokenizer = steps.tokenizer(vocab_file, flag.do_lower_case)
         self.schema = dataclasses.replace(self.schema, sep_id=tokenizer.sep_id,
                                           cls_id=tokenizer.cls_id)
-        return steps.record_writer(self.schema, tokenizer, vocab_file, cfg.dupe_factor, cfg.seed)
+        return steps.record_writer(self.schema, tokenizer, vocab_file, flag.dupe_factor, flag.seed)
 
-    def vocab_size(self, train_source, vocab_file):
+    def vocab_size(self, train_source, vocab_file, manifest=None):
         if not has_manifest(train_source):
             if not vocab_file:
                 raise SystemExit("XLNet records without a manifest need --vocab_file "
                                  "(spiece.model, for the vocabulary size).")
-            return _steps().tokenizer(vocab_file, self.cfg.do_lower_case).vocab_size
-        manifest = read_manifest(train_source)
+            return _steps().tokenizer(vocab_file, self.flag.do_lower_case).vocab_size
+        manifest = manifest or self.records_manifest(train_source)
         if manifest["schema"].get("kind") != "xlnet":
             raise SystemExit(f"{train_source} does not hold XLNet records "
                              "(tf_records.create_xlnet_data).")
@@ -211,8 +212,8 @@ class XLNetRecipe(PretrainRecipe):
 
     def build_model(self, vocab_size):
         return _steps().build_model(self.model_config(vocab_size), vocab_size, self.init,
-                                    self.config.vocab_size, self.cfg.global_batch_size,
-                                    self.cfg.mixed_precision)
+                                    self.config.vocab_size, self.flag.global_batch_size,
+                                    self.flag.mixed_precision)
 
     def after_restore(self, model, strategy):
         """After a checkpoint restore: zero the memory under several replicas
@@ -244,7 +245,7 @@ class XLNetRecipe(PretrainRecipe):
                              f"{batch_size}.")
         parts = streams // (batch_size * pipelines)  # this pipeline's replicas
         return _steps().dataset(
-            source, streams, batch_size, parts, start_batch, seed=self.cfg.seed, schema=schema,
+            source, streams, batch_size, parts, start_batch, seed=self.flag.seed, schema=schema,
             repeat=repeat, model_config=model_config, input_context=input_context)
 
     def pipeline_streams(self, source, input_context):
@@ -256,13 +257,14 @@ class XLNetRecipe(PretrainRecipe):
 
     def _streams(self, source):
         if has_manifest(source):
-            return read_manifest(source)["schema"]["batch_size"]
+            return self.records_manifest(source)["schema"]["batch_size"]
         return self.schema.batch_size
 
-    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file):
+    def evaluate(self, model, model_config, heldout_source, train_source, vocab_file, text):
         """Held-out permutation-LM accuracy and perplexity against the unigram
-        model of the training targets; a few words filled in."""
-        cfg = self.cfg
+        model of the training targets; a few words of the held-out `text`
+        files (or None) filled in."""
+        flag = self.flag
         steps = _steps()
         results = {}
         if heldout_source:
@@ -270,15 +272,14 @@ class XLNetRecipe(PretrainRecipe):
                                    repeat=False, shuffle=False)  # read once, in order
             results = steps.heldout_scores(model, heldout, train_source, model_config.vocab_size,
                                            self.schema)
-        text = heldout_text(cfg)
-        if vocab_file and cfg.fill_mask_examples and text:
-            steps.say_fill_in_examples(model, vocab_file, cfg.do_lower_case, text,
-                                       cfg.fill_mask_examples, self.schema.seq_len, cfg.seed)
+        if vocab_file and flag.fill_mask_examples and text:
+            steps.say_fill_in_examples(model, vocab_file, flag.do_lower_case, text,
+                                       flag.fill_mask_examples, self.schema.seq_len, flag.seed)
         return results
 
     def export(self, model, vocab_file, export_dir):
-        cfg = self.cfg
-        return _steps().export(model, vocab_file, export_dir, cfg.saved_model, cfg.do_lower_case,
+        flag = self.flag
+        return _steps().export(model, vocab_file, export_dir, flag.saved_model, flag.do_lower_case,
                                self.schema.seq_len)
 
 

@@ -11,17 +11,20 @@ from training.pretraining.common import text_sources
 from training.pretraining.recipe import pretrain_recipe
 
 
-def make_recipe(cfg, init=None):
+def make_recipe(cfg, init=None, manifests=None, **own):
     """The recipe of `cfg.model` for this run (`init`: the `InitCheckpoint`
-    continued from), its flags checked before anything is written."""
+    continued from; `manifests`: the records' manifests the run has read;
+    `own`: the family's own keywords, e.g. BERT's `records_prefix`), its
+    flags checked before anything is written. The recipe gets the values of
+    the flags its class names (`flags`), never `cfg` itself."""
     family = pretrain_recipe(cfg.model)
     if not family.takes_input_format and cfg.input_format != "segment_pair":
         raise SystemExit(f"--input_format={cfg.input_format!r} is an option of BERT's records "
                          f"(--model=bert); --model={cfg.model} writes its own.")
-    return family(cfg, init)
+    return family(init, manifests, **own, **{name: getattr(cfg, name) for name in family.flags})
 
 
-def prepare_data(recipe):
+def prepare_data(recipe, cfg):
     """-> (train records, held-out records or None, vocabulary file or None).
 
     `--input`'s TFRecords as they are (`recipe.given_records`); text (the
@@ -30,7 +33,6 @@ def prepare_data(recipe):
     names one (`recipe.learned_vocab`): each side by the family's
     `side_writer`, unless an earlier start of this run wrote it.
     """
-    cfg = recipe.cfg
     given = records_input(cfg)
     if given:
         return recipe.given_records(given)

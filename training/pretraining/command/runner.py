@@ -22,6 +22,7 @@ from training.pretraining.checks import verify_records
 from training.pretraining.command.loop import train
 from training.pretraining.command.recipes import make_recipe
 from training.pretraining.command.recipes import prepare_data
+from training.pretraining.common import heldout_text
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
 from training.pretraining.common import write_json
@@ -66,7 +67,8 @@ def run(cfg, explicit=None):
     started = time.time()
     resolved = resolve(cfg, explicit)
     cfg, init = resolved.cfg, resolved.init
-    recipe = make_recipe(cfg, init)  # checks --model, --ablation, the preset or config file
+    # Checks --model, --ablation, the preset or config file.
+    recipe = make_recipe(cfg, init, resolved.manifests)
     role, lock = _open_output(cfg, recipe, resolved.typed)
     chief = role in ("", "chief-0", "worker-0")
     strategy, slices, op_threads = _start_keras(cfg, recipe)
@@ -136,11 +138,11 @@ def _prepare_data(cfg, recipe, init, strategy, manifests=None):
     {path: manifest} already read (`Resolved.manifests`); the records
     written here are read once, after writing."""
     manifests = manifests or {}
-    train_source, heldout_source, vocab_file = prepare_data(recipe)
+    train_source, heldout_source, vocab_file = prepare_data(recipe, cfg)
     train_manifest = verify_records(train_source, manifests.get(train_source))
     verify_records(heldout_source, manifests.get(heldout_source))
     data = _Data(train_source, heldout_source, vocab_file,
-                 recipe.vocab_size(train_source, vocab_file), train_manifest)
+                 recipe.vocab_size(train_source, vocab_file, train_manifest), train_manifest)
     if not cfg.phase2_steps:
         return data
     # Phase 2: the same text, written again at phase 2's length.
@@ -148,11 +150,11 @@ def _prepare_data(cfg, recipe, init, strategy, manifests=None):
         raise SystemExit("--phase2_steps runs on one replica (the default strategy); "
                          "on several, run phase 2 as continued pretraining from phase "
                          "1's export (see docs/pretraining.md).")
-    phase2_recipe = type(recipe)(dataclasses.replace(
+    phase2_cfg = dataclasses.replace(
         cfg, max_seq_length=cfg.phase2_max_seq_length,
-        max_predictions_per_seq=cfg.phase2_max_predictions_per_seq, vocab_file=vocab_file),
-        init, records_prefix="phase2_")
-    phase2_train, phase2_heldout, _ = prepare_data(phase2_recipe)
+        max_predictions_per_seq=cfg.phase2_max_predictions_per_seq, vocab_file=vocab_file)
+    phase2_recipe = make_recipe(phase2_cfg, init, records_prefix="phase2_")
+    phase2_train, phase2_heldout, _ = prepare_data(phase2_recipe, phase2_cfg)
     for source in (phase2_train, phase2_heldout):
         verify_records(source)
     return dataclasses.replace(data, phase2=(phase2_recipe, phase2_train, phase2_heldout))
@@ -161,7 +163,7 @@ def _prepare_data(cfg, recipe, init, strategy, manifests=None):
 def _finish(cfg, recipe, model, model_config, data, step, summary, continued, started):
     """Held-out scores, curves and the export; `summary.json` written last."""
     summary.update(recipe.evaluate(model, model_config, data.heldout, data.train,
-                                   data.vocab_file))
+                                   data.vocab_file, heldout_text(cfg)))
     start_path = os.path.join(cfg.output_dir, START_EVALUATION)
     if continued and os.path.exists(start_path):
         with open(start_path, encoding="utf-8") as f:
