@@ -60,9 +60,11 @@ def test_committed_results_recompute_to_their_verdicts():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = os.path.join(root, "docs", "results")
-    # The folder is a map: the two pages and one folder per design.
+    # The folder is a map: the two pages and one folder per design (the
+    # final design's holds its plan, fixed before it runs).
     assert sorted(os.listdir(results)) == ["README.md", "earlier_designs.md", "extended_grid",
-                                           "first_grid", "span_qa_rows"]
+                                           "final_design", "first_grid", "span_qa_rows"]
+    assert os.listdir(os.path.join(results, "final_design")) == ["PLAN.md"]
     seed_of = {"": 12345, "seed1": 1, "seed7": 7}
     every = {folder: ("table5", "table1") for folder in seed_of}
     # design folder: (extend_grid, span QA's training rows, the tables run so far)

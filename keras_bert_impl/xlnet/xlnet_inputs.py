@@ -64,8 +64,10 @@ class XLNetSpecialIds:
         cls: int. `<cls>`, last in every row (3).
         pad: int. `<pad>`, the padding id (5).
 
-    Example:
-    >>> XLNetSpecialIds.of(XLNetTokenizer("spiece.model"))
+    Example (a tokenizer's ids; `XLNetTokenizer("spiece.model")` of XLNet's
+    released model gives these):
+    >>> import types
+    >>> XLNetSpecialIds.of(types.SimpleNamespace(sep_id=4, cls_id=3, pad_id=5))
     XLNetSpecialIds(sep=4, cls=3, pad=5)
     """
 
