@@ -1,6 +1,7 @@
 """The Table 5 comparison's charts, drawn headless into PNG files: each
-table's bars (`plot_table`), and the figure setup and saving
-(`panels`, `save_figure`) that `training.ablation.scaling` draws with too.
+table's bars (`plot_table`), a task's per-seed fine-tuning curves (`plot_curves`,
+the final design's seeds), and the figure setup and saving (`panels`,
+`save_figure`) that `training.ablation.scaling` draws with too.
 """
 
 import os
@@ -9,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless, before pyplot loads
 import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from training.ablation.systems import TASKS  # noqa: E402
 
@@ -64,3 +66,43 @@ def plot_table(table, path, title):
                     f"{settings['seeds']} fine-tuning seeds; bars: mean and 95% interval, "
                     "dots: seeds", fontsize=10)
     save_figure(figure, path)
+
+
+def plot_curves(table, path, task_name="span_qa"):
+    """A panel per system whose seeds on `task_name` carry curves: each seed's
+    validation score by epoch, its best epoch marked, and its training loss
+    thin on a second axis. Returns True once drawn, False (nothing written)
+    where no seed has a curve."""
+    task = {t.name: t for t in TASKS}[task_name]
+    drawn = {name: row for name, row in table["systems"].items()
+             if any(s.get("curve") for s in row["tasks"][task_name].get("seeds", []))}
+    if not drawn:
+        return False
+    figure, axes = panels(len(drawn), 4.2)
+    for ax, row in zip(axes if len(drawn) > 1 else [axes], drawn.values()):
+        seeds = [s for s in row["tasks"][task_name]["seeds"] if s.get("curve")]
+        loss_axis = ax.twinx()
+        ax.set_zorder(loss_axis.get_zorder() + 1)  # the scores and legend over the losses
+        ax.patch.set_visible(False)
+        for i, seed in enumerate(seeds):
+            epochs = [point["epoch"] for point in seed["curve"]]
+            scores = [point["validation"] for point in seed["curve"]]
+            ax.plot(epochs, scores, color=f"C{i}", marker=".", label=f"seed {seed['seed']}")
+            best = seed.get("best_epoch") or epochs[scores.index(max(scores))]
+            if best in epochs:
+                ax.plot(best, scores[epochs.index(best)], color=f"C{i}", marker="*",
+                        markersize=12, markeredgecolor="k")
+            loss_axis.plot(epochs, [point["loss"] for point in seed["curve"]], color=f"C{i}",
+                           linewidth=0.7, alpha=0.6)
+        converged = sum(s.get("converged") is True for s in seeds)
+        ax.set_title(f"{row['label']}: {converged}/{len(seeds)} seeds converged", fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("validation " + ("SQuAD F1" if task.name == "span_qa" else "accuracy x 100"))
+        loss_axis.set_ylabel("training loss (thin)")
+        ax.legend(fontsize=7, loc="lower right")
+    figure.suptitle(f"{task.label} (~{task.paper_column}): validation score by epoch per "
+                    "fine-tuning seed (star: best epoch, its weights kept); thin: training "
+                    "loss", fontsize=10)
+    save_figure(figure, path)
+    return True

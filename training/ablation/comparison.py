@@ -15,6 +15,7 @@ import time
 from training.run.checkpointing import OutputLock
 
 # isort: split
+from training.ablation.charts import plot_curves
 from training.ablation.charts import plot_table
 from training.ablation.checks import _FREE_SETTINGS
 from training.ablation.checks import _check_settings
@@ -96,9 +97,10 @@ def run(cfg):
 
 def _write_tables(cfg, systems, tables):
     """Writes each of `tables` (`{"table5": ..., "table1": ...}`) whose own
-    systems this command ran (its time and commit are this command's); else
-    the folder's is kept. Returns `(names written, {name: table shown or
-    None})`."""
+    systems this command ran (its time and commit are this command's), with
+    its chart and, where its seeds carry curves, span QA's curves
+    (`<name>_span_qa_curves.png`); else the folder's is kept. Returns
+    `(names written, {name: table shown or None})`."""
     ran = {s.name for s in systems}
     written, shown = [], {}
     for name, table in tables.items():
@@ -107,6 +109,7 @@ def _write_tables(cfg, systems, tables):
             written.append(name)
             write_json(path, table)
             plot_table(table, os.path.join(cfg.output_dir, f"{name}.png"), TITLES[name])
+            plot_curves(table, os.path.join(cfg.output_dir, f"{name}_span_qa_curves.png"))
             shown[name] = table
         elif os.path.exists(path):
             with open(path, encoding="utf-8") as f:

@@ -1,6 +1,7 @@
 """The Table 5 comparison's runs (`training.ablations`): each system's
 pretraining and each fine-tuning run (the learning rate chosen on
-validation, then the seeds on dev), submitted to `--workers` worker
+validation by a seed of its own, then the reported seeds, early-stopped on
+validation and scored once on dev), submitted to `--workers` worker
 processes as soon as what it needs is done, longest first. A run whose
 `summary.json` exists is not run again; a failed one leaves its error in
 its cell. Each fine-tuning run is `training.ablation.cells`. The runs live
@@ -193,7 +194,7 @@ class _Schedule:
 
     def submit_selection(self, system, task, rate):
         self.submit("select", (system, task, rate), _run_cell, self.config, system, task,
-                    "select", rate, 0)
+                    "select", rate, self.cfg.seeds)  # the seed after the reported ones
 
     def submit_seeds(self, system, task, rate):
         for k in range(self.cfg.seeds):

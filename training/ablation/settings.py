@@ -68,7 +68,8 @@ HELP = {
     "num_validation": "Validation rows of each task (from training documents): the learning "
                       "rate is chosen on them.",
     "num_dev": "Dev rows (questions) of each task, from documents held out of pretraining.",
-    "seeds": "Fine-tuning seeds per system and task, scored on dev.",
+    "seeds": "Fine-tuning seeds per system and task, scored on dev (indices 0 .. seeds - 1; "
+             "the learning-rate selection runs seed index --seeds).",
     "learning_rates": "The fine-tuning learning-rate grid, comma-separated; each system's "
                       "rate per task is the one with the best validation score.",
     "extend_grid": "Rates tried beyond the grid's ends: while a cell's best validation rate is "
@@ -76,7 +77,7 @@ HELP = {
                    "it is tried too, at most this many times each way. 0: the grid as typed; a "
                    "grid of one rate is never extended.",
     "batch_size": "Fine-tuning batch size.",
-    "seed": "Pretraining seed; fine-tuning seed k is seed + 1 + k.",
+    "seed": "Pretraining seed; fine-tuning seed index k is seed + 1 + k.",
     "workers": "Worker processes for the pretraining and fine-tuning runs. 1: every run "
                "in this process, one after the other.",
 }

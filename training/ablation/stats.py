@@ -10,6 +10,8 @@
   0 (the paper's direction), "contradicted" when wholly below, else
   "inconclusive". One pretraining run per system: the intervals cover the
   fine-tuning seeds' noise, not the pretraining's.
+- Beside each cell, the final design's secondary readings (never a
+  verdict): among them the `median` of its seeds' scores.
 
 scipy's t quantiles; everything else is plain arithmetic, so a test can
 check it on known numbers.
@@ -39,6 +41,17 @@ def cell_interval(scores):
     std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1))
     half = _t_quantile(n) * std / math.sqrt(n)
     return {"mean": mean, "std": std, "low": mean - half, "high": mean + half, "n": n}
+
+
+def median(scores):
+    """The median of `scores` (the mean of the middle two when their count is
+    even), or None when there are none."""
+    ordered = sorted(scores)
+    n = len(ordered)
+    if not n:
+        return None
+    middle = n // 2
+    return ordered[middle] if n % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def paired_difference(better, worse):

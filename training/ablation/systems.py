@@ -15,14 +15,19 @@ class Task:
     finetune_task: str  # training.finetune's --task
     paper_column: str  # the paper's column it stands for
     max_seq_length: int
-    epochs: int
+    epochs: int  # the cap: early stopping on validation (PATIENCE) ends most runs before it
 
+
+# The final design (training/ablations.py): every fine-tuning run stops once
+# its validation score has not improved for PATIENCE epochs, keeping its best
+# epoch's weights; a run that reaches its task's cap did not converge.
+PATIENCE = 3
 
 TASKS = (
-    Task("topic", "topic", "single sentence, accuracy", "glue/sst2", "SST-2", 64, 3),
+    Task("topic", "topic", "single sentence, accuracy", "glue/sst2", "SST-2", 64, 10),
     Task("answer_sentence", "answer sentence", "sentence pair, accuracy", "glue/qnli", "QNLI",
-         96, 3),
-    Task("span_qa", "span QA", "span extraction, SQuAD F1", "squad", "SQuAD", 128, 6),
+         96, 10),
+    Task("span_qa", "span QA", "span extraction, SQuAD F1", "squad", "SQuAD", 128, 16),
 )
 
 

@@ -1,15 +1,21 @@
 """Table 5 and Table 1 in miniature, the tables themselves: the paper's
 numbers and the directions it reports, and what is made of the
 runs' scores (`build_tables`), as text (`format_tables`) and Markdown
-(`format_markdown`). The statistics are `training.ablation.stats`; the
-charts `training.ablation.charts`.
+(`format_markdown`), each cell with its secondary readings where its seeds
+carry them (the final design: `_readings`; the blocks under each table come
+from `training.ablation.readings`). The statistics are
+`training.ablation.stats`; the charts `training.ablation.charts`.
 """
 
 import dataclasses
 
+from training.ablation.readings import readings_markdown
+from training.ablation.readings import readings_text
 from training.ablation.stats import cell_interval
+from training.ablation.stats import median
 from training.ablation.stats import paired_difference
 from training.ablation.stats import verdict
+from training.ablation.systems import PATIENCE
 from training.ablation.systems import SYSTEMS
 from training.ablation.systems import TASKS
 
@@ -85,9 +91,26 @@ def pretraining_scores(summary):
     return ", ".join(shown) or "held-out scores: see summary.json"
 
 
+def _readings(seeds):
+    """The secondary readings of a cell's `seeds` (sorted by seed), or None
+    where none carries "converged" (seeds from before the final design):
+    `{"median", "converged": seeds whose early stopping ended them before
+    their cap, "seeds": n, "best_on_validation": {"seed", "validation",
+    "score"} of the seed best on validation (a tie: the lowest seed), or
+    None}`."""
+    if not any("converged" in s for s in seeds):
+        return None
+    scored = [s for s in seeds if s.get("validation") is not None]
+    best = max(scored, key=lambda s: s["validation"]) if scored else None  # the first of a tie
+    return {"median": median([s["score"] for s in seeds]),
+            "converged": sum(s.get("converged") is True for s in seeds), "seeds": len(seeds),
+            "best_on_validation": best and {k: best[k] for k in ("seed", "validation", "score")}}
+
+
 def _system_rows(cells):
     """`({system: row}, errors)`: each system run (in `cells`) with its
-    cells' seeds and intervals, and every cell's errors, labelled."""
+    cells' seeds, intervals and readings (`_readings`, where its seeds carry
+    them), and every cell's errors, labelled."""
     systems, errors = {}, []
     for system in SYSTEMS:
         if (system.name, TASKS[0].name) not in cells:  # not run (--systems)
@@ -102,6 +125,9 @@ def _system_rows(cells):
                 entry = {"learning_rate": cell.get("learning_rate"),
                          "selection": cell.get("selection", {}), "seeds": seeds,
                          "interval": cell_interval([s["score"] for s in seeds])}
+                readings = _readings(seeds)
+                if readings:
+                    entry["readings"] = readings
             if cell.get("errors"):
                 entry["errors"] = cell["errors"]
                 errors += [f"{system.label} / {task.label}: {e}" for e in cell["errors"]]
@@ -143,7 +169,8 @@ def build_tables(settings, pretraining, tasks, cells, seconds, commit):
                  "direction the paired difference over seeds, its 95% t interval and the "
                  "verdict (reproduced: above 0; contradicted: below 0; else inconclusive)",
         "tasks": {t.name: {"label": t.label, "kind": t.kind, "stands_for": t.paper_column,
-                           "epochs": t.epochs, "max_seq_length": t.max_seq_length,
+                           "epochs": t.epochs, "early_stopping_patience": PATIENCE,
+                           "max_seq_length": t.max_seq_length,
                            **tasks["tasks"][t.name]} for t in TASKS},
         "baselines": {t.name: {
             "trivial": tasks["tasks"][t.name]["majority"] * (1 if t.name == "span_qa" else 100),
@@ -213,6 +240,7 @@ def format_table(table, title):
         lines.append(f"{label:20s}" + "".join(
             f"{table['baselines'][t.name][key]:>{width}.1f}" if key in table["baselines"][t.name]
             else f"{'-':>{width}s}" for t in TASKS))
+    lines += readings_text(table)
     lines += ["", "Directions (paired difference over fine-tuning seeds, 95% interval):"]
     task_labels = {t.name: t.label for t in TASKS}
     for d in table["directions"]:
@@ -283,6 +311,7 @@ def format_markdown(table5, table1):
             lines.append(f"| {label} | " + " | ".join(
                 f"{table['baselines'][t.name][key]:.1f}" if key in table["baselines"][t.name]
                 else "-" for t in TASKS) + " | |")
+        lines += readings_markdown(table)
         lines += ["", "| The paper's direction | task | difference [95% interval] | verdict |",
                   "|---|---|---|---|"]
         task_labels = {t.name: t.label for t in TASKS}

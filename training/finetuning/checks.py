@@ -7,6 +7,7 @@ Validate first, act second: a run refused here has made no folder, lock or
 before `run_config.json` is written.
 """
 
+import contextlib
 import os
 
 import keras
@@ -24,7 +25,8 @@ def check_flags(cfg):
     """`SystemExit` naming the first flag out of its range (before any default is filled in)."""
     check_at_least(cfg, {"max_seq_length": 0, "window_stride": 0, "doc_stride": 1,
                          "max_query_length": 1, "n_best_size": 1, "max_answer_length": 1,
-                         "batch_size": 1, "epochs": 1, "learning_rate": 0.0, "clip_norm": 0.0,
+                         "batch_size": 1, "epochs": 1,
+                         "early_stopping_patience": 0, "learning_rate": 0.0, "clip_norm": 0.0,
                          "elmo_lstm_units": 0, "max_train_examples": 0, "length_grouping": 0,
                          "checkpoint_every_steps": 1, "log_every_steps": 1})
     check_one_of(cfg, "strategy", STRATEGIES)
@@ -52,33 +54,52 @@ def check_paths(cfg, recipe):
             check_keras_file(cfg.init_checkpoint)
         except ValueError as e:
             raise SystemExit(f"--init_checkpoint: {e}") from None
+    if cfg.validation_data_dir and not os.path.isdir(cfg.validation_data_dir):
+        raise SystemExit(f"--validation_data_dir={cfg.validation_data_dir}: no such folder.")
     recipe.check_checkpoint()
     check_output_folder(cfg.output_dir, marks=(os.path.join("checkpoints", "run_config.json"),))
 
 
-def load_data(cfg, recipe):
-    """-> (tokenizer, task, (x, y, sample_weight) of training): every split
-    read, encoded and checked (bad rows name file and line; an empty split
-    is named here, not found by `predict` after an epoch). `recipe`: the
-    family's `FinetuneRecipe`."""
+def load_data(cfg, recipe, validation_recipe=None):
+    """-> (tokenizer, task, (x, y, sample_weight) of training, the
+    validation task or None): every split read, encoded and checked (bad
+    rows name file and line; an empty split is named here, not found by
+    `predict` after an epoch). `recipe`: the family's `FinetuneRecipe`;
+    `validation_recipe`: the same on `--validation_data_dir`, whose first
+    dev split is read too."""
     try:  # a vocabulary that is not one: named by its flag
         tokenizer = recipe.tokenizer()
     except (ValueError, UnicodeDecodeError) as e:
         raise SystemExit(f"--vocab_file={cfg.vocab_file}: {e}") from None
-    try:  # bad input files: the message names the file and line; no traceback
+    with _bad_input(f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files", cfg.task):
         task = recipe.make_task(tokenizer)
         x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
         for split in [*task.eval_splits, *getattr(task, "test_splits", ())]:
             task.prepare(split)  # dev's errors show before training, not after an epoch
+    validation = None
+    if validation_recipe is not None:
+        with _bad_input(f"--validation_data_dir={cfg.validation_data_dir}", cfg.task):
+            validation = validation_recipe.make_task(tokenizer)
+            if not validation.eval_splits:
+                raise SystemExit(f"--validation_data_dir={cfg.validation_data_dir} holds no "
+                                 f"dev split of --task={cfg.task} (its official file layout).")
+            validation.prepare(validation.eval_splits[0])
+    return tokenizer, task, (x, y, sample_weight), validation
+
+
+@contextlib.contextmanager
+def _bad_input(where, task):
+    """Bad input files read inside: `SystemExit` naming the file and line
+    (`where`: the flag of the folder read), no traceback."""
+    try:
+        yield
     except BadRowError as e:  # the hint names this command's flag, not the reader's argument
         raise SystemExit(f"Bad input: {e.with_flag('--skip_bad_input')}") from None
     except ValueError as e:
         raise SystemExit(f"Bad input: {e}") from None
     except (FileNotFoundError, IsADirectoryError) as e:  # a split's file missing
-        where = f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files"
-        raise SystemExit(f"Bad input: {where} lacks {e.filename}, which --task={cfg.task} "
+        raise SystemExit(f"Bad input: {where} lacks {e.filename}, which --task={task} "
                          "reads (the task's official file layout).") from None
-    return tokenizer, task, (x, y, sample_weight)
 
 
 def check_positions(max_seq_length, backbone, source):

@@ -38,6 +38,8 @@ class FinetuneConfig:
     max_answer_length: int = 30
     batch_size: int = 32
     epochs: int = 3
+    validation_data_dir: str = ""
+    early_stopping_patience: int = 0
     learning_rate: float = 0.0
     warmup_proportion: float = -1.0
     weight_decay: float = -1.0
@@ -111,6 +113,20 @@ HELP = {
     "max_answer_length": "SQuAD: longest answer, in tokens.",
     "batch_size": "Examples per step (the paper: 32).",
     "epochs": "Passes over the training data (the paper: 3).",
+    "validation_data_dir": "A folder in the task's layout whose dev split (the first, e.g. "
+                           "dev_matched; SWAG's val) holds validation rows: scored after each "
+                           "epoch (validation_<metric> in the history), in place of the dev "
+                           "splits, which are then scored once, at the end, with the weights "
+                           "kept. Not for text_classification (its --dev_file is scored each "
+                           "epoch).",
+    "early_stopping_patience": "Stop once the validation score (--validation_data_dir's; "
+                               "without it the first dev split's) has not improved for this "
+                               "many epochs, and keep the weights of its best epoch (the first "
+                               "on a tie; saved in checkpoints/best.weights.h5). The score: F1 "
+                               "where the task reports one (SQuAD, NER, MRPC, QQP), else its "
+                               "first (accuracy; CoLA's Matthews; STS-B's Pearson). The "
+                               "warmup and decay still span --epochs. 0: off, every epoch "
+                               "trained, the last weights kept.",
     "learning_rate": "Peak learning rate; 0: the task's default (GLUE 5e-5, SQuAD 3e-5, "
                      "NER 5e-5, SWAG 2e-5; GPT 6.25e-5; ELMo 1e-3; XLNet GLUE and NER 5e-5, "
                      "SQuAD and SWAG 2e-5).",

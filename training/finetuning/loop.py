@@ -8,8 +8,9 @@ seeds, batches trained) are written every `--checkpoint_every_steps` and at
 every epoch end, after the epoch's dev scores, whose history is kept beside
 them (`history.json`). The same command run again after a kill restores the
 newest checkpoint and trains on from the next batch: the weights at the end
-are those of an uninterrupted run. A run that already finished trains no
-further.
+are those of an uninterrupted run. A run that already finished, or that
+early stopping ended (`training.finetuning.early_stopping`, read off the
+same history), trains no further.
 
 `fit` runs once per resume point: a resume inside an epoch first fits that
 epoch's remaining batches, then the epochs after it. Keras' `fit` logs are
@@ -24,6 +25,8 @@ import os
 import keras
 import tensorflow as tf
 
+from training.finetuning.early_stopping import BEST_WEIGHTS
+from training.finetuning.early_stopping import KeepBest
 from training.run.checkpointing import TrainingCheckpoint
 
 # Changing these between a run and its resume would silently change the run.
@@ -54,30 +57,35 @@ def shuffled_batches(x, y, sample_weight, batch_size, seed):
 class EvaluateEachEpoch(keras.callbacks.Callback):
     """Scores every dev split with the task's metric after each epoch; the
     scores join the epoch's logs (so `history` and summary.json hold them)
-    and, with `log_dir`, TensorBoard's `<log_dir>/<split>/` at the step
-    trained so far (where `training.run.curves` reads them)."""
+    and, with `log_dir`, TensorBoard's `<log_dir>/<name>/` at the step
+    trained so far (where `training.run.curves` reads them).
 
-    def __init__(self, task, log_dir=None):
+    `names`: {split: the name its scores carry} (None: each split its own
+    name); `--validation_data_dir`'s task scores its first dev split as
+    "validation"."""
+
+    def __init__(self, task, log_dir=None, names=None):
         super().__init__()
         self.task = task
         self.log_dir = log_dir
+        self.names = names or {split: split for split in task.eval_splits}
 
     def on_epoch_end(self, epoch, logs=None):
-        for split in self.task.eval_splits:
+        for split, name in self.names.items():
             metrics, _ = self.task.evaluate(self.model, split)
             shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-            say(f"epoch {epoch + 1} {split}: {shown}")
+            say(f"epoch {epoch + 1} {name}: {shown}")
             if logs is not None:
-                logs.update({f"{split}_{k}": v for k, v in metrics.items()
+                logs.update({f"{name}_{k}": v for k, v in metrics.items()
                              if isinstance(v, (int, float))})
             if self.log_dir:
                 step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-                writer = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
+                writer = tf.summary.create_file_writer(os.path.join(self.log_dir, name))
                 with writer.as_default(step=step):
-                    for name, value in metrics.items():
+                    for key, value in metrics.items():
                         # Scores only: not counts, nor SQuAD v2's null-score threshold.
-                        if isinstance(value, float) and "threshold" not in name:
-                            tf.summary.scalar(name, value)
+                        if isinstance(value, float) and "threshold" not in key:
+                            tf.summary.scalar(key, value)
                 writer.close()
 
 
@@ -121,7 +129,7 @@ class SaveEverySteps(keras.callbacks.Callback):
 
 
 def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, every_steps,
-                  callbacks, log, strategy, run_config):
+                  callbacks, log, strategy, run_config, early_stopping=None):
     """Fits `epochs` epochs of `epoch_batches(epoch)`, resuming from the
     checkpoints in `<output_dir>/checkpoints` if there are any.
 
@@ -137,6 +145,10 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
             told the step the run starts at.
         strategy: the `tf.distribute` strategy the model was built under.
         run_config: dict of the run's settings; a resume with others stops.
+        early_stopping: None, or `(split, patience)`: `KeepBest` on the
+            scores named `split`, its weights in `<output_dir>/checkpoints/
+            best.weights.h5` (`BEST_WEIGHTS`); a run it stopped trains no
+            further when run again.
 
     Returns:
         `{metric: [one value per epoch]}`, as `fit`'s `History.history`,
@@ -145,13 +157,25 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
     directory = os.path.join(output_dir, "checkpoints")
     _check_run_config({k: v for k, v in run_config.items() if k not in _NOT_RUN_KEYS},
                       os.path.join(directory, "run_config.json"), output_dir)
-    checkpoint, start, history = _restore(model, strategy, directory, steps_per_epoch,
-                                          epochs * steps_per_epoch)
+    checkpoint, start, history = _restore(model, strategy, directory, steps_per_epoch)
     saver = SaveEverySteps(checkpoint, every_steps, steps_per_epoch, start, history,
                            os.path.join(directory, "history.json"))
-    log.step = start
-    _fit_from(model, epoch_batches, start, epochs, steps_per_epoch, [*callbacks, log, saver],
-              saver)
+    keeper = []
+    if early_stopping is not None:
+        keeper = [KeepBest(os.path.join(directory, BEST_WEIGHTS), *early_stopping, history,
+                           checkpoint.is_chief)]
+    total = epochs * steps_per_epoch
+    if start >= total or (keeper and keeper[0].stopped):
+        stopped = f"stopped early after epoch {len(history)}, " if start < total else ""
+        say(f"Fine-tuning already done ({stopped}{start} of {total} steps in {directory}): "
+            "not training again.")
+    else:
+        if start:
+            say(f"Resuming fine-tuning at step {start} of {total} from {directory}")
+        log.step = start
+        _fit_from(model, epoch_batches, start, epochs, steps_per_epoch,
+                  [*callbacks, *keeper, log, saver],
+                  lambda: saver.bad_loss is not None or (keeper and keeper[0].stopped))
     if saver.bad_loss is not None:
         raise SystemExit(f"The loss became {saver.bad_loss[1]} by step {saver.bad_loss[0]}: "
                          f"stopped; the last good checkpoint is kept in {directory}.")
@@ -159,37 +183,32 @@ def fit_resumable(model, epoch_batches, epochs, steps_per_epoch, output_dir, eve
             for name in dict.fromkeys(k for logs in history for k in logs)}
 
 
-def _restore(model, strategy, directory, steps_per_epoch, total):
+def _restore(model, strategy, directory, steps_per_epoch):
     """(the `TrainingCheckpoint` in `directory`, the step restored (0: none),
-    the history of the epochs finished before it), the resume said in a line."""
+    the history of the epochs finished before it)."""
     with strategy.scope():
         # One checkpoint kept: a save completes before the older one goes.
         checkpoint = TrainingCheckpoint(model, directory, max_to_keep=1, strategy=strategy)
         start = checkpoint.restore_latest()
     history_path = os.path.join(directory, "history.json")
     history = []
-    if start:
-        if os.path.exists(history_path):  # none before the first epoch end
-            with open(history_path, encoding="utf-8") as f:
-                history = json.load(f)[:start // steps_per_epoch]  # epochs finished and saved
-        if start >= total:
-            say(f"Fine-tuning already done ({start} of {total} steps in {directory}): "
-                "not training again.")
-        else:
-            say(f"Resuming fine-tuning at step {start} of {total} from {directory}")
+    if start and os.path.exists(history_path):  # none before the first epoch end
+        with open(history_path, encoding="utf-8") as f:
+            history = json.load(f)[:start // steps_per_epoch]  # epochs finished and saved
     return checkpoint, start, history
 
 
-def _fit_from(model, epoch_batches, start, epochs, steps_per_epoch, callbacks, saver):
+def _fit_from(model, epoch_batches, start, epochs, steps_per_epoch, callbacks, stop):
     """`fit` from step `start` to the end: the rest of the epoch it falls in,
-    then the epochs after it (none once `saver` saw a non-finite loss)."""
+    then the epochs after it (none once `stop()` says so: a non-finite loss,
+    or early stopping)."""
     epoch, offset = divmod(start, steps_per_epoch)
     if offset:  # the rest of the epoch the run stopped in
         model.fit(epoch_batches(epoch).skip(offset), initial_epoch=epoch, epochs=epoch + 1,
                   steps_per_epoch=steps_per_epoch - offset, callbacks=callbacks, verbose=0,
                   shuffle=False)  # the batches are shuffled, by (seed, epoch)
         epoch += 1
-    if epoch < epochs and saver.bad_loss is None:
+    if epoch < epochs and not stop():
         data = epoch_batches(epoch)
         for later in range(epoch + 1, epochs):
             data = data.concatenate(epoch_batches(later))

@@ -67,6 +67,10 @@ def resolve(cfg):
     recipe = finetune_recipe(cfg.model)
     cfg = with_checkpoint_by_name(cfg, recipe)
     if cfg.task == "text_classification":  # your own files instead of a --data_dir
+        if cfg.validation_data_dir:
+            raise SystemExit("--validation_data_dir is read by the tasks of a --data_dir; "
+                             "--task=text_classification scores its --dev_file each epoch "
+                             "(early stopping watches it).")
         check_text_classification(cfg)
     elif cfg.train_file or cfg.dev_file or cfg.test_file:
         raise SystemExit("--train_file, --dev_file and --test_file are read by "

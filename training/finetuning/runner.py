@@ -20,11 +20,14 @@ from absl import logging
 from tf_records.command_line.keras_extras import freeze_imports
 from training.finetuning.checks import check_positions
 from training.finetuning.checks import load_data
+from training.finetuning.early_stopping import final_scores
+from training.finetuning.early_stopping import kept_weights
 from training.finetuning.loop import EvaluateEachEpoch
 from training.finetuning.loop import epoch_seed
 from training.finetuning.loop import fit_resumable
 from training.finetuning.loop import shuffled_batches
 from training.finetuning.loop import write_json
+from training.finetuning.resolve import recipe_for
 from training.finetuning.resolve import resolve_run
 from training.run.checkpointing import OutputLock
 from training.run.curves import write_training_curves
@@ -56,19 +59,25 @@ def run(cfg, explicit=None):
     cfg, recipe = resolve_run(cfg, explicit)
     freeze_imports()
     keras.utils.set_random_seed(cfg.seed)
-    tokenizer, task, data = load_data(cfg, recipe)  # reads; writes nothing
+    validation_recipe = None
+    if cfg.validation_data_dir:  # the same task, read from the validation folder
+        validation_recipe = recipe_for(dataclasses.replace(cfg, data_dir=cfg.validation_data_dir))
+    # reads; writes nothing
+    tokenizer, task, data, validation = load_data(cfg, recipe, validation_recipe)
     try:
         lock = OutputLock(cfg.output_dir)
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
     try:
-        return _fine_tune(cfg, recipe, started, tokenizer, task, data)
+        return _fine_tune(cfg, recipe, started, tokenizer, (task, validation), data)
     finally:
         lock.release()
 
 
-def _fine_tune(cfg, recipe, started, tokenizer, task, data):
-    """The run itself, top to bottom: model -> fit -> predictions -> export -> summary."""
+def _fine_tune(cfg, recipe, started, tokenizer, tasks, data):
+    """The run itself, top to bottom: model -> fit -> predictions -> export
+    -> summary. `tasks`: (the task, the same task on --validation_data_dir or None)."""
+    task, validation = tasks
     if cfg.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
     rows = len(data[0]["input_word_ids"])
@@ -94,13 +103,8 @@ def _fine_tune(cfg, recipe, started, tokenizer, task, data):
     log_dir = os.path.join(cfg.output_dir, "tensorboard")
     log = TrainingLog(total_steps, 0, steps_per_epoch, cfg.log_every_steps, cfg.batch_size,
                       cfg.batch_size * cfg.max_seq_length, log_dir=log_dir, rate_label="ex/s")
-    # Batches of similar length cut to their longest row; TPUs want static shapes.
-    group = cfg.length_grouping if (cfg.length_grouping > 1 and "input_mask" in data[0]
-                                    and cfg.strategy != "tpu") else 0
-    history = fit_resumable(
-        model, _epoch_batches(recipe, task, model, data, cfg.batch_size, group, cfg.seed),
-        cfg.epochs, steps_per_epoch, cfg.output_dir, cfg.checkpoint_every_steps,
-        [EvaluateEachEpoch(task, log_dir)], log, strategy, dataclasses.asdict(cfg))
+    history, kept = _fit(cfg, recipe, model, tasks, data,
+                         (steps_per_epoch, log, strategy, log_dir))
     curves, _ = write_training_curves(log_dir)
     say(f"Training curves -> {curves}")
     os.makedirs(cfg.output_dir, exist_ok=True)
@@ -115,7 +119,7 @@ def _fine_tune(cfg, recipe, started, tokenizer, task, data):
     else:
         say("--noexport: no SavedModel or model.keras written.")
     summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
-               "history": history, "predictions": written,
+               "history": history, **kept, "predictions": written,
                **({"labels": labels} if labels else {}),
                "export": os.path.abspath(export_dir) if cfg.export else None,
                "wall_seconds": round(time.time() - started, 1)}
@@ -126,6 +130,30 @@ def _fine_tune(cfg, recipe, started, tokenizer, task, data):
         f"Keras model -> {os.path.join(export_dir, 'model.keras')}; ")
     say(f"{saved_model}summary -> {path}. Done in {time.time() - started:.0f} s.")
     return summary
+
+
+def _fit(cfg, recipe, model, tasks, data, loop):
+    """Fits (resumably), scoring each epoch, and keeps early stopping's best
+    weights: `(history, what summary.json says of the weights kept)`.
+    `loop`: (steps per epoch, the `TrainingLog`, the strategy, TensorBoard's folder)."""
+    task, validation = tasks
+    steps_per_epoch, log, strategy, log_dir = loop
+    # Batches of similar length cut to their longest row; TPUs want static shapes.
+    group = cfg.length_grouping if (cfg.length_grouping > 1 and "input_mask" in data[0]
+                                    and cfg.strategy != "tpu") else 0
+    scoring = (EvaluateEachEpoch(validation, log_dir, {validation.eval_splits[0]: "validation"})
+               if validation else EvaluateEachEpoch(task, log_dir))
+    watched = next(iter(scoring.names.values()), None)
+    history = fit_resumable(
+        model, _epoch_batches(recipe, task, model, data, cfg.batch_size, group, cfg.seed),
+        cfg.epochs, steps_per_epoch, cfg.output_dir, cfg.checkpoint_every_steps,
+        [scoring], log, strategy, dataclasses.asdict(cfg),
+        (watched, cfg.early_stopping_patience) if cfg.early_stopping_patience else None)
+    kept = kept_weights(model, cfg.output_dir, cfg.early_stopping_patience, history, watched,
+                        task.eval_splits)
+    if validation:  # dev, once, with the weights kept
+        kept["scores"] = final_scores(model, task)
+    return history, kept
 
 
 def _task_model(cfg, recipe, tokenizer, task):
