@@ -6,6 +6,11 @@ kernel; an unfused exact GELU costs Neg, Erfc and Mul ops on every
 request. The fusion depends on how the graph is written (a `+` where
 `keras.ops.add` was needed once cost the head branches every fusion), so
 this reads the optimized graph of each inference layout.
+
+The remapper fuses only where oneDNN has the kernel for the CPU (an AVX2
+AMD EPYC here kept MatMul, AddV2 and the GELU's Erfc apart even for one
+plain `tf.nn.gelu(bias_add(x @ w, b))`): the test holds each layout to what the
+remapper does with that plain reference on the machine it runs on.
 """
 
 import numpy as np
@@ -34,6 +39,19 @@ def optimized_ops(function):
     return [(n.op, [s.decode() for s in n.attr["fused_ops"].list.s]) for n in nodes]
 
 
+def _cpu_fuses_gelu():
+    """Whether grappler fuses a plain `tf.nn.gelu(bias_add(x @ w, b))` into one
+    `_FusedMatMul` on this CPU."""
+    w, b = tf.ones((12, 36)), tf.zeros(36)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 12])])
+    def plain(x):
+        with tf.device(CPU):
+            return tf.nn.gelu(tf.nn.bias_add(tf.matmul(x, w), b), approximate=False)
+
+    return ["BiasAdd", "GeluExact"] in [f for op, f in optimized_ops(plain) if op == "_FusedMatMul"]
+
+
 @pytest.mark.parametrize("layout", ["one_graph", "row_branches", "head_branches"])
 def test_inference_blocks_fuse_bias_and_gelu_into_their_matmuls(layout):
     block = TransformerEncoder(12, 4, 36, "gelu", 0.0, 0.0)
@@ -51,9 +69,12 @@ def test_inference_blocks_fuse_bias_and_gelu_into_their_matmuls(layout):
                 return block(x, mask, training=False)
 
     ops = optimized_ops(infer)
+    count = 1 if layout == "one_graph" else 2
+    if not _cpu_fuses_gelu():  # each branch's GELU stays as the plain one does, once
+        assert sum(op == "Erfc" for op, _ in ops) == count, ops
+        return
     assert not [op for op, _ in ops if op in ("Erf", "Erfc")], ops
     fused = [f for op, f in ops if op == "_FusedMatMul"]
-    count = 1 if layout == "one_graph" else 2
     assert fused.count(["BiasAdd", "GeluExact"]) == count, fused
     # The query-key-value projections (one per branch) carry their bias.
     assert fused.count(["BiasAdd"]) >= count, fused

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # collide with other code in site-packages.
 PACKAGES = ("keras_bert_impl", "training", "tf_records")
 COMMANDS = ("kbi-pretrain", "kbi-finetune", "kbi-create-pretraining-data", "kbi-learn-vocab",
-            "kbi-convert-checkpoint", "kbi-ablations")
+            "kbi-convert-checkpoint", "kbi-ablations", "kbi-export")
 
 
 def _pins(name):

@@ -35,6 +35,7 @@ from keras_bert_impl.layers.choice_rows import FoldRows
 from keras_bert_impl.layers.choice_rows import UnfoldRows
 from keras_bert_impl.losses import sparse_softmax_cross_entropy
 from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.plain_ops import tracing_plain
 
 # B=batch, C=choices (2 for similarity), N=rows the backbone reads (B or B*C),
 # S=sequence, H=hidden, V=vocab, K=classes, L=labels
@@ -104,7 +105,7 @@ class GptClassifyState(keras.layers.Layer):
         is_classify = keras.ops.cast(
             keras.ops.equal(input_word_ids, self.classify_id), "int32")  # (N, S)
         position = keras.ops.argmax(is_classify, axis=1)  # (N,), first 1
-        index = keras.ops.cast(position, "int32")[:, None, None]  # (N, 1, 1)
+        index = keras.ops.expand_dims(keras.ops.cast(position, "int32"), (1, 2))  # (N, 1, 1)
         return keras.ops.take_along_axis(sequence_output, index, axis=1)[:, 0]  # (N, H)
 
     def compute_output_shape(self, sequence_output_shape, input_word_ids_shape):
@@ -153,6 +154,8 @@ class GptAuxiliaryLmLoss(keras.layers.Layer):
         self.lm_loss_tracker = keras.metrics.Mean(name="lm_loss")
 
     def call(self, outputs, lm_logits, input_word_ids, input_mask):
+        if tracing_plain():  # an export: inference adds no loss
+            return outputs
         ops = keras.ops
         # Targets on all S positions (the last one weighted 0): no (N, S-1, V)
         # slice of the logits is copied.

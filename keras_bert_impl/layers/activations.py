@@ -14,6 +14,8 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.speed.plain_ops import tracing_plain
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -56,14 +58,19 @@ def _gelu_approximate(x):
     return _gelu_forward(x, approximate=True), lambda dy: _gelu_tanh_grad(x, dy)
 
 
+def _plain_gelu(x):
+    """Exact GELU in its erf form: ops every converter takes (`plain_ops`)."""
+    return 0.5 * x * (1.0 + tf.math.erf(x * tf.cast(_INV_SQRT_2, x.dtype)))
+
+
 def gelu(x):
     """Exact GELU, x * Phi(x), as Hugging Face BERT checkpoints compute it."""
-    return _gelu_exact(x)
+    return _plain_gelu(x) if tracing_plain() else _gelu_exact(x)
 
 
 def gelu_tanh(x):
     """The tanh approximation of GELU that the original TF code computes."""
-    return _gelu_approximate(x)
+    return tf.nn.gelu(x, approximate=True) if tracing_plain() else _gelu_approximate(x)
 
 
 _ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "relu": keras.activations.relu}

@@ -15,7 +15,9 @@ def attention_bias_from_mask(input_mask):
     float32, so padded keys get exactly zero weight.
     """
     mask = keras.ops.cast(input_mask, "float32")
-    return ((1.0 - mask) * -10000.0)[:, None, None, :]
+    # expand_dims, not [:, None, None, :]: LiteRT's builtin strided slice
+    # takes no new axes, so the converter kept that one a TensorFlow (Flex) op.
+    return keras.ops.expand_dims((1.0 - mask) * -10000.0, (1, 2))
 
 
 def causal_attention_bias(length, key_length=None, query_offset=0):
@@ -27,10 +29,11 @@ def causal_attention_bias(length, key_length=None, query_offset=0):
     `key_length` (default `length`) keys: a slice of the rows
     (`TransformerEncoder`'s row branches).
     """
-    rows = keras.ops.arange(length)[:, None] + query_offset
-    columns = keras.ops.arange(length if key_length is None else key_length)[None, :]
+    rows = keras.ops.expand_dims(keras.ops.arange(length), 1) + query_offset
+    columns = keras.ops.expand_dims(
+        keras.ops.arange(length if key_length is None else key_length), 0)
     future = keras.ops.cast(columns > rows, "float32")  # (S, T)
-    return (future * -10000.0)[None, None]
+    return keras.ops.expand_dims(future * -10000.0, (0, 1))  # no [None, None]: LiteRT
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert_impl.base.layer_config import NamedConfig
 from keras_bert_impl.speed.fast_dropout import FastDropout
+from keras_bert_impl.speed.plain_ops import tracing_plain
 
 # B=batch, L=query length (this segment), P=predicted positions (query
 # stream), Q=L or P, M=memory length, K=M + L keys, R=relative positions,
@@ -37,8 +38,13 @@ def rel_shift(scores, klen):
     return keras.ops.slice(x, (0,) * len(lead) + (0, 0), lead + (q, klen))  # (..., Q, K)
 
 
-@tf.custom_gradient
 def _plus_head_bias(queries, bias):
+    """`queries + bias`: plain under `plain_ops()` (exports), else `_summed_bias_grad`."""
+    return queries + bias if tracing_plain() else _summed_bias_grad(queries, bias)
+
+
+@tf.custom_gradient
+def _summed_bias_grad(queries, bias):
     """`(B, N, Q, D)` queries + an `(N, 1, D)` bias (`r_w`, `r_r`).
 
     The bias gradient is summed over the batch, then over the queries:
@@ -265,7 +271,7 @@ class RelativeAttention(NamedConfig, keras.layers.Layer):
         if k_r.shape[0] == 2:
             shape = keras.ops.shape(queries)
             halves = keras.ops.reshape(queries, (2, -1) + tuple(shape[1:]))  # (2, B/2, N, Q, D)
-            raw = keras.ops.matmul(halves, k_r[:, None])  # (2, B/2, N, Q, R)
+            raw = keras.ops.matmul(halves, keras.ops.expand_dims(k_r, 1))  # (2, B/2, N, Q, R)
             return keras.ops.reshape(raw, tuple(shape[:-1]) + (-1,))  # (B, N, Q, R)
         return keras.ops.matmul(queries, k_r[0])  # (B, N, Q, R)
 

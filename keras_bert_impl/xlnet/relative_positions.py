@@ -46,7 +46,7 @@ def sinusoid_encoding(positions, d_model):
     """
     exponents = keras.ops.arange(0, d_model, 2, dtype="float32") / float(d_model)  # (H/2,)
     inv_freq = 1.0 / keras.ops.power(10000.0, exponents)  # (H/2,)
-    angles = positions[..., None] * inv_freq  # (..., R, H/2)
+    angles = keras.ops.expand_dims(positions, -1) * inv_freq  # (..., R, H/2); no [..., None]: LiteRT
     return keras.ops.concatenate([keras.ops.sin(angles), keras.ops.cos(angles)], axis=-1)
 
 

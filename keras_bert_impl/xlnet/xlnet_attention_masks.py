@@ -11,6 +11,13 @@ from keras_bert_impl.base.layer_config import NamedConfig
 MASK_VALUE = -1e30
 
 
+def _new_axis(x, axis):
+    """`keras.ops.expand_dims`, not `x[:, None]`: LiteRT's builtin strided
+    slice takes no new axis where the result has rank 3 or more, so its
+    converter keeps such slices as TensorFlow (Flex) ops."""
+    return keras.ops.expand_dims(x, axis)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class XLNetAttentionMasks(NamedConfig, keras.layers.Layer):
     """The masks and segment relations every `RelativeAttention` reads.
@@ -62,9 +69,9 @@ class XLNetAttentionMasks(NamedConfig, keras.layers.Layer):
         batch, qlen = keras.ops.shape(input_type_ids)[0], keras.ops.shape(input_type_ids)[1]
         memory_length = 0 if memory is None else keras.ops.shape(memory)[1]
         klen = qlen + memory_length
-        rows = keras.ops.arange(qlen)[:, None]  # (L, 1) query i
-        cols = keras.ops.arange(klen)[None, :] - memory_length  # (1, K) key j - M
-        blocked = keras.ops.cast(input_mask, "float32")[:, None, :]  # (B, 1, L)
+        rows = _new_axis(keras.ops.arange(qlen), 1)  # (L, 1) query i
+        cols = _new_axis(keras.ops.arange(klen), 0) - memory_length  # (1, K) key j - M
+        blocked = _new_axis(keras.ops.cast(input_mask, "float32"), 1)  # (B, 1, L)
         if perm_mask is not None:
             blocked = blocked + keras.ops.cast(perm_mask, "float32")  # (B, L, L)
         blocked = keras.ops.broadcast_to(blocked, (batch, qlen, qlen))  # (B, L, L)
@@ -74,30 +81,30 @@ class XLNetAttentionMasks(NamedConfig, keras.layers.Layer):
             future = cols > rows  # (L, K)
             if self.same_length:
                 future = keras.ops.logical_or(future, cols < rows - memory_length)
-            blocked = keras.ops.logical_or(blocked, future[None])
-        itself = keras.ops.equal(cols, rows)[None]  # (1, L, K)
+            blocked = keras.ops.logical_or(blocked, _new_axis(future, 0))
+        itself = _new_axis(keras.ops.equal(cols, rows), 0)  # (1, L, K)
         content_blocked = keras.ops.logical_and(blocked, keras.ops.logical_not(itself))
         types = keras.ops.cast(input_type_ids, "int32")
         key_types = keras.ops.concatenate(
             [keras.ops.zeros((batch, memory_length), "int32"), types], axis=1)  # (B, K)
-        diff = keras.ops.not_equal(types[:, :, None], key_types[:, None, :])  # (B, L, K)
+        diff = keras.ops.not_equal(_new_axis(types, 2), _new_axis(key_types, 1))  # (B, L, K)
         masks = {
-            "content_bias": self._bias(content_blocked)[:, None],  # (B, 1, L, K)
-            "segment_diff": keras.ops.cast(diff, "float32")[:, None],  # (B, 1, L, K)
+            "content_bias": _new_axis(self._bias(content_blocked), 1),  # (B, 1, L, K)
+            "segment_diff": _new_axis(keras.ops.cast(diff, "float32"), 1),  # (B, 1, L, K)
         }
         if target_mapping is None:
             return masks
         mapping = keras.ops.cast(target_mapping, "float32")  # (B, P, L)
         position = keras.ops.cast(keras.ops.argmax(mapping, axis=-1), "int32")  # (B, P)
-        pick = position[:, :, None]  # (B, P, 1)
+        pick = _new_axis(position, 2)  # (B, P, 1)
         rlen = klen + qlen if self.attn_type == "bi" else klen + 1
-        shift = qlen - pick + keras.ops.arange(klen, dtype="int32")[None, None, :]  # (B, P, K)
+        shift = qlen - pick + _new_axis(keras.ops.arange(klen, dtype="int32"), (0, 1))  # (B, P, K)
         masks.update(
-            query_bias=keras.ops.take_along_axis(self._bias(blocked), pick, axis=1)[:, None],
-            query_segment_diff=keras.ops.take_along_axis(
-                keras.ops.cast(diff, "float32"), pick, axis=1)[:, None],  # (B, 1, P, K)
-            query_shift=keras.ops.clip(shift, 0, rlen - 1)[:, None],  # (B, 1, P, K)
-            query_valid=keras.ops.sum(mapping, axis=-1)[:, None, :, None],  # (B, 1, P, 1)
+            query_bias=_new_axis(keras.ops.take_along_axis(self._bias(blocked), pick, axis=1), 1),
+            query_segment_diff=_new_axis(keras.ops.take_along_axis(
+                keras.ops.cast(diff, "float32"), pick, axis=1), 1),  # (B, 1, P, K)
+            query_shift=_new_axis(keras.ops.clip(shift, 0, rlen - 1), 1),  # (B, 1, P, K)
+            query_valid=_new_axis(keras.ops.sum(mapping, axis=-1), (1, 3)),  # (B, 1, P, 1)
         )
         return masks
 

@@ -318,7 +318,7 @@ class XLNetQuestionAnswerer(SpanDefaults, XLNetTaskModel):
         inputs = _inputs(2)  # (B, S)
         sequence = backbone(_backbone_inputs(inputs))["sequence_output"]  # (B, S, H)
         logits = self.span_dense(sequence)  # (B, S, 2)
-        padding = keras.ops.equal(inputs["input_mask"], 1)[..., None]  # (B, S, 1)
+        padding = keras.ops.expand_dims(keras.ops.equal(inputs["input_mask"], 1), -1)  # (B, S, 1)
         logits = keras.ops.where(padding, PADDING_LOGIT, logits)  # (B, S, 2)
         outputs = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}  # (B, S) each
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

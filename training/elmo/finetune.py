@@ -358,5 +358,13 @@ class ElmoFinetune(FinetuneRecipe):
         export_elmo_task_saved_model(model, saved_model_dir, labels=labels,
                                      max_seq_length=self.flag.max_seq_length)
 
+    # Measured (`docs/serving.md`): its LSTMs trace as a TensorFlow while
+    # loop over TensorLists, which OpenVINO's converter does not take and
+    # LiteRT runs only as Flex ops.
+    export_formats = ("saved_model",)
+    export_refusal = ("ELMo's LSTMs trace as a TensorFlow while loop over TensorLists, which "
+                      "OpenVINO's converter does not take and LiteRT runs only as Flex (select "
+                      "TensorFlow) ops; its SavedModel serves text.")
+
 
 RECIPE = ElmoFinetune

@@ -14,6 +14,8 @@ import keras
 
 from keras_bert_impl.base.sequence_checks import check_fits_positions
 from keras_bert_impl.checkpoints.keras_files import check_keras_file
+from keras_bert_impl.runtimes.formats import check_installed
+from keras_bert_impl.runtimes.formats import parse_formats
 from tf_records.input_files import check_output_folder
 from training.run.config_flags import check_at_least
 from training.run.config_flags import check_one_of
@@ -33,6 +35,14 @@ def check_flags(cfg):
     if cfg.warmup_proportion > 1:
         raise SystemExit(f"--warmup_proportion={cfg.warmup_proportion}: a share of the steps, "
                          "at most 1 (negative: the model's default).")
+    try:
+        formats = parse_formats(cfg.export_formats)
+        check_installed(formats)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    if not cfg.export and cfg.export_formats != "saved_model":
+        raise SystemExit(f"--export_formats={cfg.export_formats} names what the export writes; "
+                         "--noexport writes none.")
     if 0 < cfg.max_seq_length < 3:
         raise SystemExit(f"--max_seq_length={cfg.max_seq_length}: too short for the special "
                          "tokens (at least 3; 0: the task's default).")

@@ -56,6 +56,7 @@ class FinetuneConfig:
     length_grouping: int = 16
     ablation: str = ""
     export: bool = True
+    export_formats: str = "saved_model"
     checkpoint_every_steps: int = 500
     log_every_steps: int = 50
 
@@ -166,6 +167,12 @@ HELP = {
                               "resumes at the step after the last one.",
     "log_every_steps": "Steps between progress lines (steps, examples/s, ETA, loss) and "
                        "TensorBoard points (<output_dir>/tensorboard).",
+    "export_formats": "What the export writes, comma-separated, each in its folder under "
+                      "<output_dir>/export/: saved_model (TensorFlow Serving: text in), onnx "
+                      "(ONNX Runtime), openvino (OpenVINO IR), litert (LiteRT, formerly "
+                      "TFLite). The runtimes take token ids: each folder holds the "
+                      "tokenizer's files, text_to_ids.py and serving_info.json. onnx, "
+                      "openvino and litert need the [export] extra.",
     "export": "Write the fine-tuned model (SavedModel and model.keras). Off: scores, predictions "
               "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }

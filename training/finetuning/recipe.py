@@ -25,7 +25,9 @@ methods take no config:
 - `build_backbone(vocab_size)` and `check_backbone(tokenizer, backbone)`;
 - `grouped_batches(...)` (XLNet pads on the left) and `epoch_batches(task,
   model, batches)` (ELMo turns word ids into character ids);
-- `export(model, saved_model_dir, labels)`: one signature for all four.
+- `export(model, saved_model_dir, labels)`: one signature for all four;
+  `runtime_tokenizer()`: the tokenizer beside the runtime exports
+  (`--export_formats`; `export_formats` names those the family converts to).
 
 What the families' checks and backbones share is here too: `check_start`
 (a checkpoint or a preset of the family), `run_dtype` and
@@ -172,4 +174,16 @@ class FinetuneRecipe:
         return batches
 
     def export(self, model, saved_model_dir, labels):
+        raise NotImplementedError
+
+    # The formats of --export_formats this family's task models convert to
+    # (`keras_bert_impl.runtimes.formats.FORMATS`), and why not the others.
+    export_formats = ("saved_model", "onnx", "openvino", "litert")
+    export_refusal = ""
+
+    def runtime_tokenizer(self):
+        """`(files, import line, constructor)` of `text_to_ids.py` beside a
+        runtime export: the tokenizer's files to copy, the line importing
+        its class, and the expression building it from the copies (named
+        by `os.path.join(HERE, <file name>)`)."""
         raise NotImplementedError

@@ -7,6 +7,7 @@ changes nothing in it."""
 import dataclasses
 
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
+from keras_bert_impl.runtimes.formats import parse_formats
 from training.finetuning.checks import check_flags
 from training.finetuning.checks import check_paths
 from training.finetuning.recipe import finetune_recipe
@@ -83,6 +84,12 @@ def resolve(cfg):
     if cfg.ablation not in ABLATIONS:
         raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
                          f"{', '.join(repr(a) for a in ABLATIONS)}.")
+    unsupported = [name for name in parse_formats(cfg.export_formats)
+                   if name not in recipe.export_formats]
+    if unsupported:
+        raise SystemExit(f"--export_formats={cfg.export_formats}: --model={cfg.model} exports "
+                         f"{', '.join(recipe.export_formats)}, not {', '.join(unsupported)}: "
+                         f"{recipe.export_refusal}")
     if cfg.ablation and not recipe.ablations:
         raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
     return recipe.resolve(cfg)

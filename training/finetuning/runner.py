@@ -8,7 +8,6 @@ The command imports this module once its console has started: TensorFlow's
 start-up lines go to the console's log, not the screen."""
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -17,11 +16,13 @@ import warnings
 import keras
 from absl import logging
 
+from keras_bert_impl.runtimes.formats import parse_formats
 from tf_records.command_line.keras_extras import freeze_imports
 from training.finetuning.checks import check_positions
 from training.finetuning.checks import load_data
 from training.finetuning.early_stopping import final_scores
 from training.finetuning.early_stopping import kept_weights
+from training.finetuning.exports import export_model
 from training.finetuning.loop import EvaluateEachEpoch
 from training.finetuning.loop import epoch_seed
 from training.finetuning.loop import fit_resumable
@@ -115,7 +116,7 @@ def _fine_tune(cfg, recipe, started, tokenizer, tasks, data):
     # text_classification's label strings, sorted: the exports answer with them.
     labels = list(getattr(task, "class_labels", ())) or None
     if cfg.export:
-        _export(model, recipe, cfg, export_dir, labels)
+        export_model(model, recipe, cfg, export_dir, labels)
     else:
         say("--noexport: no SavedModel or model.keras written.")
     summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
@@ -126,8 +127,9 @@ def _fine_tune(cfg, recipe, started, tokenizer, tasks, data):
     path = os.path.join(cfg.output_dir, "summary.json")
     write_json(path, summary)
     saved_model = "" if not cfg.export else (
-        f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; "
-        f"Keras model -> {os.path.join(export_dir, 'model.keras')}; ")
+        (f"Exported SavedModel -> {os.path.join(export_dir, 'saved_model')}; "
+         if "saved_model" in parse_formats(cfg.export_formats) else "")
+        + f"Keras model -> {os.path.join(export_dir, 'model.keras')}; ")
     say(f"{saved_model}summary -> {path}. Done in {time.time() - started:.0f} s.")
     return summary
 
@@ -185,18 +187,3 @@ def _epoch_batches(recipe, task, model, data, batch_size, group, seed):
         return recipe.epoch_batches(task, model, batches)
 
     return epoch_batches
-
-
-def _export(model, recipe, cfg, export_dir, labels):
-    """The family's SavedModel and `model.keras` into `export_dir`, with
-    `labels.json` for text classification's label strings."""
-    say(f"Exporting to {export_dir} ...")
-    export_started = time.perf_counter()
-    recipe.export(model, os.path.join(export_dir, "saved_model"), labels)
-    model.save(os.path.join(export_dir, "model.keras"))
-    if labels:  # model.keras holds ids; this maps them back to the label strings
-        with open(os.path.join(export_dir, "labels.json.tmp"), "w", encoding="utf-8") as f:
-            json.dump(labels, f, ensure_ascii=False)
-        os.replace(os.path.join(export_dir, "labels.json.tmp"),
-                   os.path.join(export_dir, "labels.json"))
-    say(f"Exporting to {export_dir}: done in {time.perf_counter() - export_started:.1f} s")

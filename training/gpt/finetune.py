@@ -291,5 +291,12 @@ class GptFinetune(FinetuneRecipe):
         export_gpt_saved_model(model, saved_model_dir, flag.vocab_file, flag.merges_file,
                                flag.max_seq_length, labels=labels)
 
+    def runtime_tokenizer(self):
+        flag = self.flag
+        vocab, merges = (os.path.basename(f) for f in (flag.vocab_file, flag.merges_file))
+        return ([flag.vocab_file, flag.merges_file],
+                "from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer",
+                f"GptTokenizer(os.path.join(HERE, {vocab!r}), os.path.join(HERE, {merges!r}))")
+
 
 RECIPE = GptFinetune

@@ -401,5 +401,13 @@ class XLNetFinetune(FinetuneRecipe):
         export_xlnet_task_saved_model(model, saved_model_dir, flag.vocab_file,
                                       flag.do_lower_case, flag.max_seq_length, labels=labels)
 
+    def runtime_tokenizer(self):
+        flag = self.flag
+        name = os.path.basename(flag.vocab_file)
+        return ([flag.vocab_file],
+                "from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer",
+                f"XLNetTokenizer(os.path.join(HERE, {name!r}), "
+                f"do_lower_case={flag.do_lower_case})")
+
 
 RECIPE = XLNetFinetune

@@ -1,0 +1,1 @@
+"""Exports for the runtimes deployers serve with (ONNX Runtime, OpenVINO, LiteRT) and their runners."""

@@ -1,0 +1,70 @@
+"""The export formats a deployer's runtime reads, and what each needs
+installed: `FORMATS`, `parse_formats` (the `--export_formats` flag's value)
+and `check_installed` (a clear message naming the `[export]` extra).
+
+Nothing here imports TensorFlow or a runtime: the commands check the flag
+before they read data or train.
+"""
+
+import dataclasses
+import importlib.util
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """One export format: its folder under the export (`name`), the file
+    Keras' `model.export(format=keras_format)` writes in it, and the Python
+    modules the export and its runtime need (`modules`; the pip
+    distributions, for the message, in `packages`)."""
+
+    name: str
+    keras_format: str
+    file: str
+    runtime: str  # the pip distribution that runs the file
+    modules: tuple = ()
+    packages: tuple = ()
+
+
+FORMATS = {
+    "saved_model": Format("saved_model", "tf_saved_model", "", "tensorflow"),
+    "onnx": Format("onnx", "onnx", "model.onnx", "onnxruntime",
+                   ("tf2onnx", "onnx", "onnxruntime"), ("tf2onnx", "onnx", "onnxruntime")),
+    "openvino": Format("openvino", "openvino", "model.xml", "openvino", ("openvino",),
+                       ("openvino",)),
+    "litert": Format("litert", "litert", "model.tflite", "ai-edge-litert", ("ai_edge_litert",),
+                     ("ai-edge-litert",)),
+}
+EXTRA = "pip install 'keras-bert-impl[export]'"
+
+
+def parse_formats(text, flag="--export_formats"):
+    """`("saved_model", "onnx", ...)` of a comma-separated `text`, in the
+    order given; `ValueError` naming `flag` for an unknown, repeated or
+    missing name."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ValueError(f"{flag}={text!r}: name at least one of {', '.join(FORMATS)}.")
+    unknown = [name for name in names if name not in FORMATS]
+    if unknown:
+        raise ValueError(f"{flag}={text!r}: {', '.join(map(repr, unknown))} not one of "
+                         f"{', '.join(FORMATS)}.")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{flag}={text!r}: {', '.join(repeated)} named twice.")
+    return tuple(names)
+
+
+def check_installed(names, flag="--export_formats"):
+    """`ValueError` naming the formats of `names` whose converter or runtime
+    is not installed, what is missing and the extra that installs it."""
+    missing = {}
+    for name in names:
+        found = FORMATS[name]
+        lacking = [package for module, package in zip(found.modules, found.packages)
+                   if importlib.util.find_spec(module) is None]
+        if lacking:
+            missing[name] = lacking
+    if missing:
+        shown = "; ".join(f"{name} needs {', '.join(lacking)}" for name, lacking in missing.items())
+        raise ValueError(f"{flag}: {shown}, not installed here. {EXTRA} installs the runtimes "
+                         "(the SavedModel needs none of them).")

@@ -1,0 +1,55 @@
+"""`python -m training.export`'s run: a fine-tuned run's settings and model
+read back, checked before anything is written, then exported
+(`training.finetuning.exports.export_model`)."""
+
+import dataclasses
+import json
+import os
+
+import keras
+
+from keras_bert_impl.runtimes.formats import check_installed
+from keras_bert_impl.runtimes.formats import parse_formats
+from training.finetuning.config import FinetuneConfig
+from training.finetuning.exports import export_model
+from training.finetuning.resolve import recipe_for
+
+
+def run(run_dir, export_formats):
+    """Exports `run_dir`'s model in `export_formats`; returns the folders
+    written. `SystemExit` naming the flag, file or format at fault."""
+    try:
+        formats = parse_formats(export_formats)
+        check_installed(formats)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    cfg, labels = _run_settings(run_dir)
+    cfg = dataclasses.replace(cfg, export_formats=",".join(formats))
+    recipe = recipe_for(cfg)
+    refused = [name for name in formats if name not in recipe.export_formats]
+    if refused:
+        raise SystemExit(f"--export_formats={export_formats}: --model={cfg.model} exports "
+                         f"{', '.join(recipe.export_formats)}, not {', '.join(refused)}: "
+                         f"{recipe.export_refusal}")
+    model_file = os.path.join(run_dir, "export", "model.keras")
+    if not os.path.isfile(model_file):
+        raise SystemExit(f"--run_dir={run_dir}: no export/model.keras (a run made with "
+                         "--noexport keeps no model to export).")
+    model = keras.saving.load_model(model_file, compile=False)
+    export_dir = os.path.join(run_dir, "export")
+    export_model(model, recipe, cfg, export_dir, labels, save_keras=False)
+    return [os.path.join(export_dir, name) for name in formats]
+
+
+def _run_settings(run_dir):
+    """(the run's resolved `FinetuneConfig`, its label strings or None),
+    from `<run_dir>/summary.json`."""
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"--run_dir={run_dir}: no summary.json (not a finished "
+                         "training.finetune run).")
+    with open(path, encoding="utf-8") as f:
+        summary = json.load(f)
+    fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
+    config = {k: v for k, v in summary["config"].items() if k in fields}
+    return FinetuneConfig(**config), summary.get("labels")
