@@ -187,3 +187,11 @@ def test_export_command_writes_a_trained_runs_formats_again(news_run, tmp_path):
         export.run(export.ExportConfig(run_dir=str(tmp_path), export_formats="onnx"))
     with pytest.raises(SystemExit, match="'tflite' not one of"):
         export.run(export.ExportConfig(run_dir=str(out), export_formats="tflite"))
+    from training.run.checkpointing import OutputLock
+
+    lock = OutputLock(str(out))  # a fine-tuning still writing the folder
+    try:
+        with pytest.raises(SystemExit, match="is in use by a running job"):
+            export.run(export.ExportConfig(run_dir=str(out), export_formats="onnx"))
+    finally:
+        lock.release()

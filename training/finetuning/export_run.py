@@ -1,5 +1,6 @@
 """`python -m training.export`'s run: a fine-tuned run's settings and model
-read back, checked before anything is written, then exported
+read back, checked before anything is written, then exported under the
+run folder's lock
 (`training.finetuning.exports.export_model`)."""
 
 import dataclasses
@@ -12,7 +13,9 @@ from keras_bert_impl.runtimes.formats import check_installed
 from keras_bert_impl.runtimes.formats import parse_formats
 from training.finetuning.config import FinetuneConfig
 from training.finetuning.exports import export_model
+from training.finetuning.resolve import check_family_formats
 from training.finetuning.resolve import recipe_for
+from training.run.checkpointing import OutputLock
 
 
 def run(run_dir, export_formats):
@@ -26,18 +29,21 @@ def run(run_dir, export_formats):
     cfg, labels = _run_settings(run_dir)
     cfg = dataclasses.replace(cfg, export_formats=",".join(formats))
     recipe = recipe_for(cfg)
-    refused = [name for name in formats if name not in recipe.export_formats]
-    if refused:
-        raise SystemExit(f"--export_formats={export_formats}: --model={cfg.model} exports "
-                         f"{', '.join(recipe.export_formats)}, not {', '.join(refused)}: "
-                         f"{recipe.export_refusal}")
+    check_family_formats(recipe, cfg.model, export_formats)
     model_file = os.path.join(run_dir, "export", "model.keras")
     if not os.path.isfile(model_file):
         raise SystemExit(f"--run_dir={run_dir}: no export/model.keras (a run made with "
                          "--noexport keeps no model to export).")
-    model = keras.saving.load_model(model_file, compile=False)
-    export_dir = os.path.join(run_dir, "export")
-    export_model(model, recipe, cfg, export_dir, labels, save_keras=False)
+    try:  # the run's folder: not while a fine-tuning or another export writes it
+        lock = OutputLock(run_dir)
+    except RuntimeError as e:
+        raise SystemExit(str(e)) from None
+    try:
+        model = keras.saving.load_model(model_file, compile=False)
+        export_dir = os.path.join(run_dir, "export")
+        export_model(model, recipe, cfg, export_dir, labels, save_keras=False)
+    finally:
+        lock.release()
     return [os.path.join(export_dir, name) for name in formats]
 
 

@@ -61,6 +61,18 @@ def with_checkpoint_by_name(cfg, recipe=None):
     return dataclasses.replace(cfg, init_checkpoint=folder)
 
 
+def check_family_formats(recipe, model, export_formats):
+    """`SystemExit` naming `--export_formats` when it asks `--model`'s
+    family (`recipe`, its class or instance) for a format it does not
+    convert to, with the family's reason."""
+    unsupported = [name for name in parse_formats(export_formats)
+                   if name not in recipe.export_formats]
+    if unsupported:
+        raise SystemExit(f"--export_formats={export_formats}: --model={model} exports "
+                         f"{', '.join(recipe.export_formats)}, not {', '.join(unsupported)}: "
+                         f"{recipe.export_refusal}")
+
+
 def resolve(cfg):
     """Task defaults filled in; checkpoint and vocabulary located: the
     checks every family shares, then the family's recipe
@@ -84,12 +96,7 @@ def resolve(cfg):
     if cfg.ablation not in ABLATIONS:
         raise SystemExit(f"--ablation={cfg.ablation!r} is not one of: "
                          f"{', '.join(repr(a) for a in ABLATIONS)}.")
-    unsupported = [name for name in parse_formats(cfg.export_formats)
-                   if name not in recipe.export_formats]
-    if unsupported:
-        raise SystemExit(f"--export_formats={cfg.export_formats}: --model={cfg.model} exports "
-                         f"{', '.join(recipe.export_formats)}, not {', '.join(unsupported)}: "
-                         f"{recipe.export_refusal}")
+    check_family_formats(recipe, cfg.model, cfg.export_formats)
     if cfg.ablation and not recipe.ablations:
         raise SystemExit(f"--ablation={cfg.ablation!r} is an option of BERT (--model=bert).")
     return recipe.resolve(cfg)
