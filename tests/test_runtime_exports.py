@@ -4,6 +4,7 @@ ONNX Runtime, OpenVINO and LiteRT, each in its folder with the tokenizer,
 Keras model on padded, cut and odd-unicode rows, for each family's task
 models; the refusals before anything is written."""
 
+import csv
 import json
 import os
 import subprocess
@@ -195,3 +196,75 @@ def test_export_command_writes_a_trained_runs_formats_again(news_run, tmp_path):
             export.run(export.ExportConfig(run_dir=str(out), export_formats="onnx"))
     finally:
         lock.release()
+
+
+def test_int8_exports_are_each_runtimes_own_quantisation_scored_on_dev(news_run):
+    """`--quantize=int8`: each runtime's int8 folder beside its fp32 one,
+    its weights about 4x smaller and its logits near the fp32 model's but
+    not equal to them; quantization.csv's fp32 column is the run's own dev
+    score, and its int8 column what the int8 export scores through the
+    task's own evaluation."""
+    from training import export
+    from training.finetuning.export_run import _run_settings
+    from training.finetuning.export_run import dev_task
+    from training.finetuning.quantization import ExportPredictor
+    from training.finetuning.resolve import recipe_for
+
+    out, summary = news_run
+    written = export.run(export.ExportConfig(run_dir=str(out), export_formats=",".join(RUNTIMES),
+                                             quantize="int8"))
+    assert written == [str(out / "export" / name) for name in
+                       [*RUNTIMES, *(f"{name}_int8" for name in RUNTIMES)]]
+    model = keras.saving.load_model(out / "export" / "model.keras", compile=False)
+    x = _inputs(64)
+    expected = keras.ops.convert_to_numpy(model(x))
+    with open(out / "export" / "quantization.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["format"], r["metric"]) for r in rows] == [
+        (name, metric) for name in RUNTIMES for metric in ("accuracy", "macro_f1")]
+    cfg, _ = _run_settings(str(out))
+    task = dev_task(cfg, recipe_for(cfg))
+    for name in RUNTIMES:
+        folder = out / "export" / f"{name}_int8"
+        info = json.loads((folder / "serving_info.json").read_text(encoding="utf-8"))
+        assert info["precision"] == "int8" and info["quantization"]
+        assert info["versions"][{"onnx": "onnxruntime", "openvino": "nncf",
+                                 "litert": "tensorflow"}[name]]
+        assert sorted(os.listdir(folder)) == sorted(os.listdir(out / "export" / name))
+        got = load_export(str(folder))(x)["output_0"]
+        assert 1e-6 < np.abs(got - expected).max() < 0.1, name
+        accuracy = next(r for r in rows if r["format"] == name and r["metric"] == "accuracy")
+        assert float(accuracy["fp32"]) == pytest.approx(summary["history"]["dev_accuracy"][-1])
+        scored = task.evaluate(ExportPredictor(str(folder), model.output), "dev")[0]
+        assert float(accuracy["int8"]) == pytest.approx(scored["accuracy"])
+        assert float(accuracy["change"]) == pytest.approx(scored["accuracy"] - float(
+            accuracy["fp32"]))
+        assert 3.5 < float(accuracy["size_ratio"]) == pytest.approx(
+            int(accuracy["fp32_bytes"]) / int(accuracy["int8_bytes"]), abs=1e-3)
+    # The fp32 export through the same adapter, in batches of 3: the Keras model's outputs.
+    np.testing.assert_allclose(
+        ExportPredictor(str(out / "export" / "onnx"), model.output).predict(x, batch_size=3),
+        expected, atol=TOLERANCE, rtol=0)
+
+
+def test_bad_quantize_values_are_refused_before_anything_is_written(tmp_path, monkeypatch):
+    from keras_bert_impl.runtimes import formats
+
+    out = tmp_path / "out"
+    base = dict(task="text_classification", train_file=os.path.join(NEWS, "train.csv"),
+                dev_file=os.path.join(NEWS, "dev.csv"), text_column="title", preset="tiny",
+                vocab_file=VOCAB, output_dir=str(out))
+    with pytest.raises(SystemExit, match="--quantize='int4' is not one of: none, int8"):
+        run(FinetuneConfig(**base, export_formats="onnx", quantize="int4"))
+    with pytest.raises(SystemExit, match="the SavedModel has no int8 export: leave saved_model"):
+        run(FinetuneConfig(**base, export_formats="saved_model,onnx", quantize="int8"))
+    with pytest.raises(SystemExit, match="--quantize=int8 names what the export writes; "
+                                         "--noexport writes none"):
+        run(FinetuneConfig(**base, export=False, quantize="int8"))
+    real = formats.importlib.util.find_spec
+    monkeypatch.setattr(formats.importlib.util, "find_spec",
+                        lambda name: None if name == "nncf" else real(name))
+    run_openvino = FinetuneConfig(**base, export_formats="openvino", quantize="int8")
+    with pytest.raises(SystemExit, match=r"--quantize: openvino needs nncf, not installed"):
+        run(run_openvino)
+    assert not out.exists()

@@ -6,8 +6,8 @@ Reads the run's settings (`<run_dir>/summary.json`) and its fine-tuned
 model (`<run_dir>/export/model.keras`), and writes each format into its
 folder of `<run_dir>/export/`, as `training.finetune --export_formats`
 would have (`training.finetuning.exports`): `saved_model`, `onnx`,
-`openvino`, `litert`. A folder written before is replaced whole; the
-others are left as they are.
+`openvino`, `litert`; `--quantize=int8` adds each runtime's int8 export.
+A folder written before is replaced whole; the others are left as they are.
 """
 
 import dataclasses
@@ -24,6 +24,7 @@ __all__ = ["ExportConfig", "cli", "main", "run"]
 class ExportConfig:
     run_dir: str = ""
     export_formats: str = "onnx,openvino,litert"
+    quantize: str = "none"
 
 
 HELP = {
@@ -31,6 +32,9 @@ HELP = {
                "export/model.keras.",
     "export_formats": "Comma-separated: saved_model, onnx, openvino, litert (the last three "
                       "need the [export] extra).",
+    "quantize": "none, or int8: each runtime format also in int8 by its runtime's own tool, "
+                "into <format>_int8/, its dev scores and size beside the fp32 model's in "
+                "export/quantization.csv (the run's data files are read again).",
 }
 
 
@@ -44,7 +48,7 @@ def run(cfg):
     # lazy: TensorFlow loads only after the console starts (tf_records/command_line/console.py)
     from training.finetuning import export_run
 
-    return export_run.run(cfg.run_dir, cfg.export_formats)
+    return export_run.run(cfg.run_dir, cfg.export_formats, cfg.quantize)
 
 
 def cli():

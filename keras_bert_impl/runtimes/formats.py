@@ -1,6 +1,7 @@
 """The export formats a deployer's runtime reads, and what each needs
-installed: `FORMATS`, `parse_formats` (the `--export_formats` flag's value)
-and `check_installed` (a clear message naming the `[export]` extra).
+installed: `FORMATS`, `parse_formats` (the `--export_formats` flag's value),
+`check_installed` (a clear message naming the `[export]` extra) and
+`check_quantize` (the `--quantize` flag's).
 
 Nothing here imports TensorFlow or a runtime: the commands check the flag
 before they read data or train.
@@ -23,6 +24,8 @@ class Format:
     runtime: str  # the pip distribution that runs the file
     modules: tuple = ()
     packages: tuple = ()
+    int8_modules: tuple = ()  # and their packages: what `--quantize=int8` needs more
+    int8_packages: tuple = ()
 
 
 FORMATS = {
@@ -30,11 +33,12 @@ FORMATS = {
     "onnx": Format("onnx", "onnx", "model.onnx", "onnxruntime",
                    ("tf2onnx", "onnx", "onnxruntime"), ("tf2onnx", "onnx", "onnxruntime")),
     "openvino": Format("openvino", "openvino", "model.xml", "openvino", ("openvino",),
-                       ("openvino",)),
+                       ("openvino",), ("nncf",), ("nncf",)),
     "litert": Format("litert", "litert", "model.tflite", "ai-edge-litert", ("ai_edge_litert",),
                      ("ai-edge-litert",)),
 }
 EXTRA = "pip install 'keras-bert-impl[export]'"
+QUANTIZE_MODES = ("none", "int8")
 
 
 def parse_formats(text, flag="--export_formats"):
@@ -54,13 +58,16 @@ def parse_formats(text, flag="--export_formats"):
     return tuple(names)
 
 
-def check_installed(names, flag="--export_formats"):
+def check_installed(names, flag="--export_formats", int8=False):
     """`ValueError` naming the formats of `names` whose converter or runtime
-    is not installed, what is missing and the extra that installs it."""
+    (`int8`: or quantisation tool) is not installed, what is missing and the
+    extra that installs it."""
     missing = {}
     for name in names:
         found = FORMATS[name]
-        lacking = [package for module, package in zip(found.modules, found.packages)
+        modules = found.modules + (found.int8_modules if int8 else ())
+        packages = found.packages + (found.int8_packages if int8 else ())
+        lacking = [package for module, package in zip(modules, packages)
                    if importlib.util.find_spec(module) is None]
         if lacking:
             missing[name] = lacking
@@ -68,3 +75,19 @@ def check_installed(names, flag="--export_formats"):
         shown = "; ".join(f"{name} needs {', '.join(lacking)}" for name, lacking in missing.items())
         raise ValueError(f"{flag}: {shown}, not installed here. {EXTRA} installs the runtimes "
                          "(the SavedModel needs none of them).")
+
+
+def check_quantize(names, quantize):
+    """`ValueError` naming `--quantize` for a mode not in `QUANTIZE_MODES`,
+    or int8 asked of formats `names` it does not apply to: each runtime
+    format is quantised by its runtime's own tool
+    (`keras_bert_impl.runtimes.quantize`); the SavedModel has none."""
+    if quantize not in QUANTIZE_MODES:
+        raise ValueError(f"--quantize={quantize!r} is not one of: {', '.join(QUANTIZE_MODES)}.")
+    if quantize == "none":
+        return
+    if "saved_model" in names:
+        raise ValueError(f"--quantize={quantize} quantises the runtime exports (onnx, openvino, "
+                         "litert) with their runtimes' own tools; the SavedModel has no int8 "
+                         "export: leave saved_model out of --export_formats.")
+    check_installed(names, "--quantize", int8=True)

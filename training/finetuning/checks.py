@@ -15,6 +15,7 @@ import keras
 from keras_bert_impl.base.sequence_checks import check_fits_positions
 from keras_bert_impl.checkpoints.keras_files import check_keras_file
 from keras_bert_impl.runtimes.formats import check_installed
+from keras_bert_impl.runtimes.formats import check_quantize
 from keras_bert_impl.runtimes.formats import parse_formats
 from tf_records.input_files import check_output_folder
 from training.run.config_flags import check_at_least
@@ -35,14 +36,17 @@ def check_flags(cfg):
     if cfg.warmup_proportion > 1:
         raise SystemExit(f"--warmup_proportion={cfg.warmup_proportion}: a share of the steps, "
                          "at most 1 (negative: the model's default).")
+    for flag, value, default in (("export_formats", cfg.export_formats, "saved_model"),
+                                 ("quantize", cfg.quantize, "none")):
+        if not cfg.export and value != default:
+            raise SystemExit(f"--{flag}={value} names what the export writes; "
+                             "--noexport writes none.")
     try:
         formats = parse_formats(cfg.export_formats)
         check_installed(formats)
+        check_quantize(formats, cfg.quantize)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    if not cfg.export and cfg.export_formats != "saved_model":
-        raise SystemExit(f"--export_formats={cfg.export_formats} names what the export writes; "
-                         "--noexport writes none.")
     if 0 < cfg.max_seq_length < 3:
         raise SystemExit(f"--max_seq_length={cfg.max_seq_length}: too short for the special "
                          "tokens (at least 3; 0: the task's default).")
@@ -81,14 +85,14 @@ def load_data(cfg, recipe, validation_recipe=None):
         tokenizer = recipe.tokenizer()
     except (ValueError, UnicodeDecodeError) as e:
         raise SystemExit(f"--vocab_file={cfg.vocab_file}: {e}") from None
-    with _bad_input(f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files", cfg.task):
+    with bad_input(f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files", cfg.task):
         task = recipe.make_task(tokenizer)
         x, y, sample_weight = _take(task.train_arrays(), cfg.max_train_examples)
         for split in [*task.eval_splits, *getattr(task, "test_splits", ())]:
             task.prepare(split)  # dev's errors show before training, not after an epoch
     validation = None
     if validation_recipe is not None:
-        with _bad_input(f"--validation_data_dir={cfg.validation_data_dir}", cfg.task):
+        with bad_input(f"--validation_data_dir={cfg.validation_data_dir}", cfg.task):
             validation = validation_recipe.make_task(tokenizer)
             if not validation.eval_splits:
                 raise SystemExit(f"--validation_data_dir={cfg.validation_data_dir} holds no "
@@ -98,7 +102,7 @@ def load_data(cfg, recipe, validation_recipe=None):
 
 
 @contextlib.contextmanager
-def _bad_input(where, task):
+def bad_input(where, task):
     """Bad input files read inside: `SystemExit` naming the file and line
     (`where`: the flag of the folder read), no traceback."""
     try:

@@ -57,6 +57,7 @@ class FinetuneConfig:
     ablation: str = ""
     export: bool = True
     export_formats: str = "saved_model"
+    quantize: str = "none"
     checkpoint_every_steps: int = 500
     log_every_steps: int = 50
 
@@ -173,6 +174,10 @@ HELP = {
                       "TFLite). The runtimes take token ids: each folder holds the "
                       "tokenizer's files, text_to_ids.py and serving_info.json. onnx, "
                       "openvino and litert need the [export] extra.",
+    "quantize": "none, or int8: each runtime export of --export_formats also written in int8 "
+                "by its runtime's own tool (ONNX Runtime's dynamic quantisation, NNCF's weight "
+                "compression, LiteRT's dynamic range) into <format>_int8/, and the change of "
+                "each dev score and of the weights' size in export/quantization.csv.",
     "export": "Write the fine-tuned model (SavedModel and model.keras). Off: scores, predictions "
               "and summary.json only (sweeps of many small runs, e.g. training.ablations).",
 }

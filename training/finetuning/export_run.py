@@ -10,7 +10,9 @@ import os
 import keras
 
 from keras_bert_impl.runtimes.formats import check_installed
+from keras_bert_impl.runtimes.formats import check_quantize
 from keras_bert_impl.runtimes.formats import parse_formats
+from training.finetuning.checks import bad_input
 from training.finetuning.config import FinetuneConfig
 from training.finetuning.exports import export_model
 from training.finetuning.resolve import check_family_formats
@@ -18,16 +20,18 @@ from training.finetuning.resolve import recipe_for
 from training.run.checkpointing import OutputLock
 
 
-def run(run_dir, export_formats):
-    """Exports `run_dir`'s model in `export_formats`; returns the folders
-    written. `SystemExit` naming the flag, file or format at fault."""
+def run(run_dir, export_formats, quantize="none"):
+    """Exports `run_dir`'s model in `export_formats` (`quantize`: "int8",
+    each runtime's int8 too, scored on the run's dev splits); returns the
+    folders written. `SystemExit` naming the flag, file or format at fault."""
     try:
         formats = parse_formats(export_formats)
         check_installed(formats)
+        check_quantize(formats, quantize)
     except ValueError as e:
         raise SystemExit(str(e)) from None
     cfg, labels = _run_settings(run_dir)
-    cfg = dataclasses.replace(cfg, export_formats=",".join(formats))
+    cfg = dataclasses.replace(cfg, export_formats=",".join(formats), quantize=quantize)
     recipe = recipe_for(cfg)
     check_family_formats(recipe, cfg.model, export_formats)
     model_file = os.path.join(run_dir, "export", "model.keras")
@@ -39,12 +43,24 @@ def run(run_dir, export_formats):
     except RuntimeError as e:
         raise SystemExit(str(e)) from None
     try:
+        task = dev_task(cfg, recipe) if quantize == "int8" else None
         model = keras.saving.load_model(model_file, compile=False)
         export_dir = os.path.join(run_dir, "export")
-        export_model(model, recipe, cfg, export_dir, labels, save_keras=False)
+        export_model(model, recipe, cfg, export_dir, labels, save_keras=False, task=task)
     finally:
         lock.release()
-    return [os.path.join(export_dir, name) for name in formats]
+    int8 = [f"{name}_int8" for name in formats] if quantize == "int8" else []
+    return [os.path.join(export_dir, name) for name in [*formats, *int8]]
+
+
+def dev_task(cfg, recipe):
+    """The run's task, its dev splits read again from the run's data flags
+    (`SystemExit` naming the file when one is gone or bad)."""
+    with bad_input(f"--data_dir={cfg.data_dir}" if cfg.data_dir else "the data files", cfg.task):
+        task = recipe.make_task(recipe.tokenizer())
+        for split in task.eval_splits:
+            task.prepare(split)
+    return task
 
 
 def _run_settings(run_dir):

@@ -11,16 +11,18 @@ import time
 from keras_bert_impl.runtimes.export import export_for_runtime
 from keras_bert_impl.runtimes.formats import parse_formats
 from keras_bert_impl.runtimes.text_to_ids import text_to_ids_source
+from training.finetuning.quantization import quantize_exports
 
 
 def say(message):
     print(message, flush=True)
 
 
-def export_model(model, recipe, cfg, export_dir, labels, save_keras=True):
+def export_model(model, recipe, cfg, export_dir, labels, save_keras=True, task=None):
     """Each format of `--export_formats` into its folder of `export_dir`
     (the family's SavedModel and `model.keras`; ONNX, OpenVINO, LiteRT
-    through `keras_bert_impl.runtimes`), with `labels.json` for text
+    through `keras_bert_impl.runtimes`; with `--quantize=int8` each runtime's
+    int8 too, scored on `task`'s dev splits), with `labels.json` for text
     classification's label strings. `cfg`: the run's resolved
     `FinetuneConfig`; `save_keras`: write `model.keras` too (not when the
     model came from it)."""
@@ -34,6 +36,9 @@ def export_model(model, recipe, cfg, export_dir, labels, save_keras=True):
         if name != "saved_model":
             folder = _runtime_export(model, recipe, cfg, export_dir, name, labels)
             say(f"Exported {name} -> {folder}")
+    if cfg.quantize == "int8":
+        quantize_exports(model, task, export_dir, formats, say)
+        say(f"int8 dev scores and sizes -> {os.path.join(export_dir, 'quantization.csv')}")
     if save_keras:
         model.save(os.path.join(export_dir, "model.keras"))
     if labels:  # model.keras holds ids; this maps them back to the label strings

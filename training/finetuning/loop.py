@@ -30,7 +30,7 @@ from training.finetuning.early_stopping import KeepBest
 from training.run.checkpointing import TrainingCheckpoint
 
 # Changing these between a run and its resume would silently change the run.
-_NOT_RUN_KEYS = ("output_dir", "strategy", "tpu", "export", "export_formats",
+_NOT_RUN_KEYS = ("output_dir", "strategy", "tpu", "export", "export_formats", "quantize",
                  "log_every_steps", "checkpoint_every_steps")
 
 

@@ -116,7 +116,7 @@ def _fine_tune(cfg, recipe, started, tokenizer, tasks, data):
     # text_classification's label strings, sorted: the exports answer with them.
     labels = list(getattr(task, "class_labels", ())) or None
     if cfg.export:
-        export_model(model, recipe, cfg, export_dir, labels)
+        export_model(model, recipe, cfg, export_dir, labels, task=task)
     else:
         say("--noexport: no SavedModel or model.keras written.")
     summary = {"config": dataclasses.asdict(cfg), "train_rows": rows,
