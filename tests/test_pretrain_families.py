@@ -44,12 +44,28 @@ def _run(output_dir, text, *flags):
 
 @pytest.mark.slow(seconds=80)
 def test_no_nsp_pretrains_masked_lm_only(text, tmp_path):
-    summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=no_nsp")
+    """... and `--export_formats=onnx` exports the backbone for ONNX Runtime
+    (float32, from a run in bfloat16) and no SavedModel."""
+    summary, out = _run(tmp_path / "run", text, f"--vocab_file={VOCAB}", "--ablation=no_nsp",
+                        "--export_formats=onnx", "--mixed_precision")
     assert summary["batches_trained"] == 6
     assert "masked_lm_accuracy" in summary and "next_sentence_accuracy" not in summary
     assert "(no_nsp)" in out and "[MASK] = " in out
-    model = keras.saving.load_model(tmp_path / "run" / "export" / "pretrainer.keras", compile=False)
+    export = tmp_path / "run" / "export"
+    model = keras.saving.load_model(export / "pretrainer.keras", compile=False)
     assert isinstance(model, BertMaskedLMPretrainer)
+    assert not (export / "saved_model").exists() and f"onnx -> {export / 'onnx'}" in out
+    from keras_bert_impl.runtimes.runners import load_export
+
+    x = {"input_word_ids": np.arange(5, 17, dtype=np.int32).reshape(2, 6),
+         "input_mask": np.ones((2, 6), np.int32), "input_type_ids": np.zeros((2, 6), np.int32)}
+    got = load_export(str(export / "onnx"))(x)
+    want = model.backbone(x)
+    assert sorted(got) == ["pooled_output", "sequence_output"]
+    for key, value in got.items():  # the trained weights, in float32 (the run's model: bfloat16)
+        assert value.dtype == np.float32
+        np.testing.assert_allclose(value, keras.ops.convert_to_numpy(want[key]).astype(np.float32),
+                                   atol=0.15, rtol=0)
 
 
 @pytest.mark.slow(seconds=80)

@@ -268,3 +268,66 @@ def test_bad_quantize_values_are_refused_before_anything_is_written(tmp_path, mo
     with pytest.raises(SystemExit, match=r"--quantize: openvino needs nncf, not installed"):
         run(run_openvino)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("model,preset", [("bert", "tiny"), ("gpt", "tiny")])
+def test_pretraining_exports_each_familys_backbone_to_every_runtime(model, preset, tmp_path):
+    """`training.pretrain --export_formats`: the backbone (ids in, its
+    tensor outputs out) in each runtime within 1e-5 of Keras, the
+    tokenizer and text_to_ids.py beside it where the run has a vocabulary."""
+    from training import pretrain
+    from training.pretraining.command.exports import runtime_exports
+
+    cfg = pretrain.PretrainConfig(model=model, preset=preset, output_dir=str(tmp_path),
+                                  max_seq_length=16, max_predictions_per_seq=3)
+    recipe = pretrain.make_recipe(cfg)
+    built, _ = recipe.build_model(64)
+    vocab = VOCAB if model == "bert" else None
+    said = runtime_exports(recipe, built, vocab, str(tmp_path), ",".join(RUNTIMES), model, 16)
+    assert said == "; ".join(f"{name} -> {tmp_path / name}" for name in RUNTIMES)
+    rng = np.random.default_rng(0)
+    x = {}
+    for spec in built.backbone.inputs:
+        name = spec.name.split(":")[0]
+        x[name] = rng.integers(5, 60, (2, 12)).astype(spec.dtype)
+        if name == "input_mask":
+            x[name] = np.ones((2, 12), spec.dtype)
+            x[name][1, 7:] = 0
+        elif name == "input_type_ids":
+            x[name] = np.zeros((2, 12), spec.dtype)
+    outputs = built.backbone(x)
+    expected = [outputs[key] for key in sorted(outputs) if key != "encoder_outputs"]
+    for name in RUNTIMES:
+        folder = tmp_path / name
+        assert ("text_to_ids.py" in os.listdir(folder)) == (vocab is not None)
+        got = load_export(str(folder))(x)
+        assert len(got) == len(expected), (name, list(got))
+        for (output, value), want in zip(got.items(), expected):
+            np.testing.assert_allclose(value, keras.ops.convert_to_numpy(want), atol=TOLERANCE,
+                                       rtol=0, err_msg=f"{model} {name} {output}")
+
+
+def test_pretraining_export_formats_are_checked_with_the_flags():
+    """`--export_formats` on training.pretrain: ELMo's runtimes refused with
+    the reason, --nosaved_model against a typed saved_model refused, and a
+    list without saved_model writes no SavedModel."""
+    import dataclasses
+
+    from training.pretraining.checks import export_choice
+    from training.pretraining.config import PretrainConfig
+
+    cfg = PretrainConfig(model="bert", export_formats="onnx")
+    assert export_choice(cfg, {"export_formats"}).saved_model is False
+    both = dataclasses.replace(cfg, export_formats="saved_model,onnx")
+    assert export_choice(both, {"export_formats"}).saved_model is True
+    with pytest.raises(SystemExit, match="names saved_model; --nosaved_model writes none"):
+        export_choice(dataclasses.replace(both, saved_model=False),
+                      {"export_formats", "saved_model"})
+    assert export_choice(PretrainConfig(saved_model=False), {"saved_model"}).saved_model is False
+    with pytest.raises(SystemExit, match="--model=elmo exports saved_model, not onnx: ELMo's"):
+        export_choice(PretrainConfig(model="elmo", export_formats="onnx"), {"export_formats"})
+    with pytest.raises(SystemExit, match="--model=xlnet exports saved_model, not litert: XLNet's "
+                                         "pretrained backbone takes the permutation's inputs"):
+        export_choice(PretrainConfig(model="xlnet", export_formats="litert"), {"export_formats"})
+    with pytest.raises(SystemExit, match="'tflite' not one of"):
+        export_choice(PretrainConfig(export_formats="tflite"), {"export_formats"})

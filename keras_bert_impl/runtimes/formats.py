@@ -91,3 +91,16 @@ def check_quantize(names, quantize):
                          "litert) with their runtimes' own tools; the SavedModel has no int8 "
                          "export: leave saved_model out of --export_formats.")
     check_installed(names, "--quantize", int8=True)
+
+
+def check_family_formats(family, model, export_formats):
+    """`SystemExit` naming `--export_formats` when it asks `--model`'s
+    family (`family`, a fine-tuning or pretraining recipe, its class or
+    instance: its `export_formats` and `export_refusal`) for a format it
+    does not convert to, with the family's reason."""
+    unsupported = [name for name in parse_formats(export_formats)
+                   if name not in family.export_formats]
+    if unsupported:
+        raise SystemExit(f"--export_formats={export_formats}: --model={model} exports "
+                         f"{', '.join(family.export_formats)}, not {', '.join(unsupported)}: "
+                         f"{family.export_refusal}")

@@ -25,6 +25,7 @@ from keras_bert_impl.bert.bert_tokenizer import BertTokenizer
 from keras_bert_impl.bert.load_backbone import checkpoint_format
 from keras_bert_impl.bert.load_backbone import find_vocab_file
 from keras_bert_impl.bert.load_backbone import load_backbone
+from training.bert.recipe import runtime_tokenizer
 from training.finetuning.config import refuse_elmo_flags
 from training.finetuning.config import refuse_gpt_flags
 from training.finetuning.recipe import FinetuneRecipe
@@ -111,12 +112,7 @@ class BertFinetune(FinetuneRecipe):
                            flag.max_seq_length, labels=labels)
 
     def runtime_tokenizer(self):
-        flag = self.flag
-        name = os.path.basename(flag.vocab_file)
-        return ([flag.vocab_file],
-                "from keras_bert_impl.bert.bert_tokenizer import BertTokenizer",
-                f"BertTokenizer(os.path.join(HERE, {name!r}), "
-                f"do_lower_case={flag.do_lower_case})")
+        return runtime_tokenizer(self.flag.vocab_file, self.flag.do_lower_case)
 
 
 RECIPE = BertFinetune

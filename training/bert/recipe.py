@@ -156,6 +156,9 @@ class BertRecipe(PretrainRecipe):
     def check_vocab_file(path):
         check_vocab_file(path)
 
+    def runtime_tokenizer(self, vocab_file):
+        return runtime_tokenizer(vocab_file, self.flag.do_lower_case)
+
     def _records_format(self, source):
         """The `input_format` a records folder or manifest was written with."""
         if not has_manifest(source):
@@ -165,6 +168,14 @@ class BertRecipe(PretrainRecipe):
 
 
 RECIPE = BertRecipe
+
+
+def runtime_tokenizer(vocab_file, do_lower_case):
+    """`text_to_ids.py`'s WordPiece tokenizer beside a runtime export
+    (`PretrainRecipe.runtime_tokenizer`; fine-tuning's too)."""
+    name = os.path.basename(vocab_file)
+    return ([vocab_file], "from keras_bert_impl.bert.bert_tokenizer import BertTokenizer",
+            f"BertTokenizer(os.path.join(HERE, {name!r}), do_lower_case={do_lower_case})")
 
 
 def learn_wordpiece(lines, files, vocab_size, do_lower_case, num_unused=99):

@@ -37,6 +37,7 @@ from keras_bert_impl.elmo.elmo_task_models import ElmoTokenTagger
 from keras_bert_impl.elmo.elmo_task_serving import export_elmo_task_saved_model
 from keras_bert_impl.tokenizers.basic_tokenizer import BasicTokenizer
 from tf_records.plain import plain
+from training.elmo.recipe import EXPORT_REFUSAL
 from training.finetuning.recipe import FinetuneRecipe
 from training.finetuning.recipe import backbone_in_keras_file
 from training.finetuning.recipe import check_start
@@ -362,9 +363,7 @@ class ElmoFinetune(FinetuneRecipe):
     # loop over TensorLists, which OpenVINO's converter does not take and
     # LiteRT runs only as Flex ops.
     export_formats = ("saved_model",)
-    export_refusal = ("ELMo's LSTMs trace as a TensorFlow while loop over TensorLists, which "
-                      "OpenVINO's converter does not take and LiteRT runs only as Flex (select "
-                      "TensorFlow) ops; its SavedModel serves text.")
+    export_refusal = EXPORT_REFUSAL
 
 
 RECIPE = ElmoFinetune

@@ -47,6 +47,12 @@ def _steps():
     return pretraining_steps
 
 
+# Why ELMo exports no runtime format (docs/serving.md's table), for both its recipes.
+EXPORT_REFUSAL = ("ELMo's LSTMs trace as a TensorFlow while loop over TensorLists, which "
+                  "OpenVINO's converter does not take and LiteRT runs only as Flex (select "
+                  "TensorFlow) ops; its SavedModel serves text.")
+
+
 class ElmoRecipe(PretrainRecipe):
     name = "ELMo"
     records_writer = "create_elmo_data"
@@ -54,6 +60,8 @@ class ElmoRecipe(PretrainRecipe):
     records_name = "elmo_records"
     checkpoint_formats = ()  # from random weights only
     flags = PretrainRecipe.flags + ("vocab_file", "strategy")
+    export_formats = ("saved_model",)
+    export_refusal = EXPORT_REFUSAL
 
     def __init__(self, init=None, manifests=None, **values):
         super().__init__(init, manifests, **values)

@@ -9,13 +9,13 @@ import os
 
 import keras
 
+from keras_bert_impl.runtimes.formats import check_family_formats
 from keras_bert_impl.runtimes.formats import check_installed
 from keras_bert_impl.runtimes.formats import check_quantize
 from keras_bert_impl.runtimes.formats import parse_formats
 from training.finetuning.checks import bad_input
 from training.finetuning.config import FinetuneConfig
 from training.finetuning.exports import export_model
-from training.finetuning.resolve import check_family_formats
 from training.finetuning.resolve import recipe_for
 from training.run.checkpointing import OutputLock
 

@@ -7,7 +7,7 @@ changes nothing in it."""
 import dataclasses
 
 from keras_bert_impl.checkpoints.hub_names import resolve_checkpoint
-from keras_bert_impl.runtimes.formats import parse_formats
+from keras_bert_impl.runtimes.formats import check_family_formats
 from training.finetuning.checks import check_flags
 from training.finetuning.checks import check_paths
 from training.finetuning.recipe import finetune_recipe
@@ -59,18 +59,6 @@ def with_checkpoint_by_name(cfg, recipe=None):
     if folder != cfg.init_checkpoint:
         say(f"--init_checkpoint={cfg.init_checkpoint}: the Hub's files in {folder}")
     return dataclasses.replace(cfg, init_checkpoint=folder)
-
-
-def check_family_formats(recipe, model, export_formats):
-    """`SystemExit` naming `--export_formats` when it asks `--model`'s
-    family (`recipe`, its class or instance) for a format it does not
-    convert to, with the family's reason."""
-    unsupported = [name for name in parse_formats(export_formats)
-                   if name not in recipe.export_formats]
-    if unsupported:
-        raise SystemExit(f"--export_formats={export_formats}: --model={model} exports "
-                         f"{', '.join(recipe.export_formats)}, not {', '.join(unsupported)}: "
-                         f"{recipe.export_refusal}")
 
 
 def resolve(cfg):

@@ -45,6 +45,7 @@ from training.finetuning.tasks import SwagTask
 from training.finetuning.tasks import _glue_labels
 from training.finetuning.tasks import task_values
 from training.finetuning.text_classification import TextClassificationTask
+from training.gpt.recipe import runtime_tokenizer
 from training.tasks import glue
 from training.tasks import swag
 
@@ -292,11 +293,7 @@ class GptFinetune(FinetuneRecipe):
                                flag.max_seq_length, labels=labels)
 
     def runtime_tokenizer(self):
-        flag = self.flag
-        vocab, merges = (os.path.basename(f) for f in (flag.vocab_file, flag.merges_file))
-        return ([flag.vocab_file, flag.merges_file],
-                "from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer",
-                f"GptTokenizer(os.path.join(HERE, {vocab!r}), os.path.join(HERE, {merges!r}))")
+        return runtime_tokenizer(self.flag.vocab_file, self.flag.merges_file)
 
 
 RECIPE = GptFinetune

@@ -101,6 +101,10 @@ class GptRecipe(PretrainRecipe):
         return _steps().export(model, vocab_file, export_dir, self.init, self.flag.saved_model,
                                self.flag.max_seq_length)
 
+    def runtime_tokenizer(self, vocab_file):
+        merges = os.path.join(os.path.dirname(os.path.abspath(vocab_file)), "merges.txt")
+        return runtime_tokenizer(vocab_file, merges)
+
 
 def learn_gpt_bpe(lines, files, vocab_size):
     """`training.gpt.pretraining_steps.learn_gpt_bpe`: `(vocab, merges)`
@@ -109,3 +113,11 @@ def learn_gpt_bpe(lines, files, vocab_size):
 
 
 RECIPE = GptRecipe
+
+
+def runtime_tokenizer(vocab_file, merges_file):
+    """`text_to_ids.py`'s BPE tokenizer beside a runtime export
+    (`PretrainRecipe.runtime_tokenizer`; fine-tuning's too)."""
+    vocab, merges = (os.path.basename(f) for f in (vocab_file, merges_file))
+    return ([vocab_file, merges_file], "from keras_bert_impl.gpt.gpt_tokenizer import GptTokenizer",
+            f"GptTokenizer(os.path.join(HERE, {vocab!r}), os.path.join(HERE, {merges!r}))")

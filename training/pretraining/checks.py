@@ -117,6 +117,30 @@ def check_flags(cfg, manifests=None):
     check_output_folder(cfg.output_dir, marks=("run_config.json",))
 
 
+def export_choice(cfg, explicit):
+    """`cfg` with `saved_model` True only when the SavedModel is to be
+    written (`--saved_model` and `saved_model` in `--export_formats`);
+    `SystemExit` naming the flag for an unknown, repeated or uninstalled
+    format, one the family does not convert to, or `--nosaved_model`
+    typed beside an `--export_formats` that names saved_model.
+    `explicit`: the flags given."""
+    # lazy: importing keras_bert_impl loads TensorFlow, which check_flags does not need
+    from keras_bert_impl.runtimes.formats import check_family_formats
+    from keras_bert_impl.runtimes.formats import check_installed
+    from keras_bert_impl.runtimes.formats import parse_formats
+
+    try:
+        formats = parse_formats(cfg.export_formats)
+        check_installed(formats)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    check_family_formats(pretrain_recipe(cfg.model), cfg.model, cfg.export_formats)
+    if "saved_model" in formats and not cfg.saved_model and "export_formats" in explicit:
+        raise SystemExit(f"--export_formats={cfg.export_formats} names saved_model; "
+                         "--nosaved_model writes none.")
+    return dataclasses.replace(cfg, saved_model=cfg.saved_model and "saved_model" in formats)
+
+
 def read_records_manifests(cfg):
     """{path: its manifest, or the error reading it raised (`ValueError`,
     `OSError`)} of `--input` and `--heldout_input`, each that names a

@@ -54,6 +54,7 @@ class PretrainConfig:
     log_every_steps: int = 100
     fill_mask_examples: int = 4
     saved_model: bool = True
+    export_formats: str = "saved_model"
 
 
 HELP = {
@@ -165,6 +166,13 @@ HELP = {
     "saved_model": "Export a SavedModel (TF Serving signatures) beside the Keras model and "
                    "the family's checkpoint files. Off: those files only, all that "
                    "fine-tuning reads (the Table 5 driver turns it off).",
+    "export_formats": "What the export writes besides the Keras model and the checkpoint "
+                      "files, comma-separated, each in its folder under <output_dir>/export/: "
+                      "saved_model, onnx (ONNX Runtime), openvino (OpenVINO IR), litert "
+                      "(LiteRT): the backbone, token ids in, its hidden states out, with the "
+                      "tokenizer's files, text_to_ids.py and serving_info.json. onnx, "
+                      "openvino and litert need the [export] extra; ELMo exports saved_model "
+                      "only. Without saved_model no SavedModel is written.",
 }
 
 # The main job's length per model: GPT's LM loss on every position costs

@@ -90,6 +90,10 @@ class PretrainRecipe:
     records_name = "records"
     # --ablation: the names it takes ("" the full objective); () : none (BERT's alone).
     ablations = ()
+    # The formats of --export_formats the family's backbone converts to
+    # (keras_bert_impl.runtimes.formats), and why not the others.
+    export_formats = ("saved_model", "onnx", "openvino", "litert")
+    export_refusal = ""
     # The run's flags the recipe reads, each passed to the constructor by name.
     flags = ("ablation", "config_file", "preset", "max_seq_length", "vocab_size", "seed",
              "global_batch_size", "mixed_precision", "saved_model")
@@ -155,6 +159,12 @@ class PretrainRecipe:
         if isinstance(found, Exception):
             raise found
         return found
+
+    def runtime_tokenizer(self, vocab_file):
+        """`(files, import line, constructor)` of `text_to_ids.py` beside a
+        runtime export of the backbone (`keras_bert_impl.runtimes`):
+        the tokenizer of `vocab_file`."""
+        raise NotImplementedError
 
     def check_positions(self, config):
         """`SystemExit` when --max_seq_length is more than the model's

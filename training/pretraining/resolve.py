@@ -10,6 +10,7 @@ import dataclasses
 from training.pretraining.checks import agree_with_records
 from training.pretraining.checks import check_bare_records
 from training.pretraining.checks import check_flags
+from training.pretraining.checks import export_choice
 from training.pretraining.checks import read_records_manifests
 from training.pretraining.common import is_tfrecords
 from training.pretraining.common import say
@@ -52,6 +53,7 @@ def resolve(cfg, explicit=None):
         cfg, init = with_init_checkpoint(cfg, explicit, manifests)
         explicit |= {"vocab_file", "do_lower_case"}  # the checkpoint's: records must agree
     check_flags(cfg, manifests)
+    cfg = export_choice(cfg, explicit)
     cfg = agree_with_records(cfg, defaults, explicit, manifests)
     for source in (cfg.input, cfg.heldout_input):  # a glob's records: the flags' lengths
         if is_tfrecords(source):

@@ -15,7 +15,7 @@ RUN_CONFIG = "run_config.json"
 # Changing these between a run and its resume would silently change the run.
 RUN_KEYS = tuple(f.name for f in dataclasses.fields(PretrainConfig) if f.name not in (
     "output_dir", "strategy", "tpu", "log_every_steps", "fill_mask_examples", "saved_model",
-    "data_workers", "steps_per_execution"))
+    "export_formats", "data_workers", "steps_per_execution"))
 
 
 def trained(output_dir):

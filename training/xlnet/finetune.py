@@ -71,6 +71,7 @@ from training.tasks import glue
 from training.tasks import swag
 from training.tasks.xlnet_squad import decode_xlnet_squad
 from training.tasks.xlnet_squad import xlnet_squad_features
+from training.xlnet.recipe import runtime_tokenizer
 
 # N=rows, S=max_seq_length
 
@@ -402,12 +403,7 @@ class XLNetFinetune(FinetuneRecipe):
                                       flag.do_lower_case, flag.max_seq_length, labels=labels)
 
     def runtime_tokenizer(self):
-        flag = self.flag
-        name = os.path.basename(flag.vocab_file)
-        return ([flag.vocab_file],
-                "from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer",
-                f"XLNetTokenizer(os.path.join(HERE, {name!r}), "
-                f"do_lower_case={flag.do_lower_case})")
+        return runtime_tokenizer(self.flag.vocab_file, self.flag.do_lower_case)
 
 
 RECIPE = XLNetFinetune

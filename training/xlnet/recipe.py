@@ -101,6 +101,12 @@ class XLNetRecipe(PretrainRecipe):
     cased_releases = True
     bfloat16_pays = True
     evaluates_at_start = False
+    # Its pretrained backbone reads the permutation's inputs and the memory.
+    export_formats = ("saved_model",)
+    export_refusal = ("XLNet's pretrained backbone takes the permutation's inputs (perm_mask, "
+                      "target_mapping) and its memory, which no runtime request carries; "
+                      "fine-tune it and export the task model (training.finetune "
+                      "--model=xlnet --export_formats=...).")
     flags = PretrainRecipe.flags + ("input", "vocab_file", "strategy", "do_lower_case",
                                     "max_predictions_per_seq", "dupe_factor", "fill_mask_examples")
 
@@ -284,3 +290,11 @@ class XLNetRecipe(PretrainRecipe):
 
 
 RECIPE = XLNetRecipe
+
+
+def runtime_tokenizer(vocab_file, do_lower_case):
+    """`text_to_ids.py`'s SentencePiece tokenizer beside a runtime export
+    of a fine-tuned XLNet (`training.xlnet.finetune`)."""
+    name = os.path.basename(vocab_file)
+    return ([vocab_file], "from keras_bert_impl.xlnet.xlnet_tokenizer import XLNetTokenizer",
+            f"XLNetTokenizer(os.path.join(HERE, {name!r}), do_lower_case={do_lower_case})")

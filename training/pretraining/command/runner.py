@@ -19,6 +19,7 @@ from absl import logging
 from tf_records.command_line.keras_extras import freeze_imports
 from tf_records.command_line.progress import Timed
 from training.pretraining.checks import verify_records
+from training.pretraining.command.exports import runtime_exports
 from training.pretraining.command.loop import train
 from training.pretraining.command.recipes import make_recipe
 from training.pretraining.command.recipes import prepare_data
@@ -175,6 +176,11 @@ def _finish(cfg, recipe, model, model_config, data, step, summary, continued, st
         shutil.rmtree(os.path.join(export_dir, "saved_model"), ignore_errors=True)
     with Timed(f"Exporting to {export_dir}"):
         exported = recipe.export(model, data.vocab_file, export_dir)
+        if cfg.export_formats != "saved_model":
+            served = _float32_copy(cfg, recipe, model, data.vocab_size)
+            runtimes = runtime_exports(recipe, served, data.vocab_file, export_dir,
+                                       cfg.export_formats, cfg.model, cfg.max_seq_length)
+            exported = f"{exported}; {runtimes}" if runtimes else exported
     summary["export"] = os.path.abspath(export_dir)
     curves, _ = write_training_curves(log_dir)
     say(f"Training curves -> {curves}")
@@ -186,6 +192,19 @@ def _finish(cfg, recipe, model, model_config, data, step, summary, continued, st
 def _worker_role():
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
     return f"{task.get('type', 'worker')}-{task.get('index', 0)}"
+
+
+def _float32_copy(cfg, recipe, model, vocab_size):
+    """`model`, or under --mixed_precision its weights in a float32 model:
+    the runtimes serve float32 (tf2onnx mixes bfloat16 and float16 types)."""
+    if not cfg.mixed_precision:
+        return model
+    keras.mixed_precision.set_global_policy("float32")
+    try:
+        return _local_copy(make_recipe(dataclasses.replace(cfg, mixed_precision=False),
+                                       recipe.init), model, vocab_size)
+    finally:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
 
 def _local_copy(recipe, model, vocab_size):
