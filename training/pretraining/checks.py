@@ -125,16 +125,14 @@ def export_choice(cfg, explicit):
     typed beside an `--export_formats` that names saved_model.
     `explicit`: the flags given."""
     # lazy: importing keras_bert_impl loads TensorFlow, which check_flags does not need
-    from keras_bert_impl.runtimes.formats import check_family_formats
-    from keras_bert_impl.runtimes.formats import check_installed
-    from keras_bert_impl.runtimes.formats import parse_formats
+    from keras_bert_impl.runtimes import formats as runtime_formats
 
     try:
-        formats = parse_formats(cfg.export_formats)
-        check_installed(formats)
+        formats = runtime_formats.parse_formats(cfg.export_formats)
+        runtime_formats.check_installed(formats)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    check_family_formats(pretrain_recipe(cfg.model), cfg.model, cfg.export_formats)
+    runtime_formats.check_family_formats(pretrain_recipe(cfg.model), cfg.model, cfg.export_formats)
     if "saved_model" in formats and not cfg.saved_model and "export_formats" in explicit:
         raise SystemExit(f"--export_formats={cfg.export_formats} names saved_model; "
                          "--nosaved_model writes none.")
