@@ -113,15 +113,18 @@ def _peer_exports(folder):
 # --- the workers: one process per side ---------------------------------------------------------
 
 
+def _feed(names, ids):
+    """The three inputs by `names`: ours take int32, transformers' int64."""
+    ids = ids.astype(np.int32 if names[0] == "input_word_ids" else np.int64)
+    return dict(zip(names, (ids, np.ones_like(ids), np.zeros_like(ids))))
+
+
 class _Onnx:
     def __init__(self, path, names):
         self.session, self.names = ort_session(path), names
-        self.dtype = np.int32 if names[0] == "input_word_ids" else np.int64
 
     def ids(self, ids):
-        ids = ids.astype(self.dtype)
-        feed = dict(zip(self.names, (ids, np.ones_like(ids), np.zeros_like(ids))))
-        return self.session.run(None, feed)[0]
+        return self.session.run(None, _feed(self.names, ids))[0]
 
 
 class _OpenVino:
@@ -131,12 +134,9 @@ class _OpenVino:
         self.compiled = openvino.Core().compile_model(
             path, "CPU", {**OPENVINO_FP32, "INFERENCE_NUM_THREADS": threads()})
         self.request, self.names = self.compiled.create_infer_request(), names
-        self.dtype = np.int32 if names[0] == "input_word_ids" else np.int64
 
     def ids(self, ids):
-        ids = ids.astype(self.dtype)
-        feed = dict(zip(self.names, (ids, np.ones_like(ids), np.zeros_like(ids))))
-        return self.request.infer(feed)[self.compiled.outputs[0]]
+        return self.request.infer(_feed(self.names, ids))[self.compiled.outputs[0]]
 
 
 class _SavedModel:
