@@ -142,6 +142,7 @@ class _OpenVino:
 class _SavedModel:
     def __init__(self, path):
         import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the tokenizer's ops the SavedModel holds)
 
         tf.config.threading.set_intra_op_parallelism_threads(1)  # the serving guide's threads
         tf.config.threading.set_inter_op_parallelism_threads(threads())
