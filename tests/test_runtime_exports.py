@@ -270,6 +270,18 @@ def test_bad_quantize_values_are_refused_before_anything_is_written(tmp_path, mo
     assert not out.exists()
 
 
+def test_export_command_runs_from_the_shell_on_its_quiet_console(tmp_path):
+    """`python -m training.export` as a user types it (default verbosity, the
+    quiet console, which once asked for an --output_dir it does not have):
+    a folder that is no run is refused naming the flag."""
+    done = subprocess.run([sys.executable, "-m", "training.export", f"--run_dir={tmp_path}",
+                           "--export_formats=onnx"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and "KeyError" not in said, said
+    assert "no summary.json" in said, said
+
+
 @pytest.mark.parametrize("model,preset", [("bert", "tiny"), ("gpt", "tiny")])
 def test_pretraining_exports_each_familys_backbone_to_every_runtime(model, preset, tmp_path):
     """`training.pretrain --export_formats`: the backbone (ids in, its

@@ -55,7 +55,8 @@ def cli():
     """`kbi-export` and `python -m training.export`: flags, then `main` on a quiet console."""
     define_flags(ExportConfig, HELP)
     try:
-        console.run(main, __name__)
+        # its output is the run folder, not a new one: the console's log stays out of it
+        console.run(main, __name__, output_flag=None)
     except KeyboardInterrupt:
         sys.exit(130)
 
